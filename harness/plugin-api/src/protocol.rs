@@ -1,0 +1,281 @@
+//! The plain-data protocol spoken across the plugin boundary.
+//!
+//! Requests and replies travel as JSON text; token ids travel beside them as a flat `u32`
+//! buffer (sequence boundaries are given by the JSON `lengths` field), so large batches are not
+//! re-encoded as JSON numbers. Method names are the constants in [`method`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Names of the methods a component answers through `call`.
+pub mod method {
+    /// Task: `DescribeTaskRequest` → `TaskDescription`.
+    pub const TASK_DESCRIBE: &str = "task.describe";
+    /// Task: `SampleReferenceRequest` → `TokenBatch` (tokens in the token buffer).
+    pub const TASK_SAMPLE_REFERENCE: &str = "task.sample_reference";
+    /// Task: `TokenBatch` (tokens in the token buffer) → `ScoreReply`.
+    pub const TASK_SCORE: &str = "task.score";
+    /// Model: `GenerateRequest` → `GenerateReply` (tokens in the token buffer).
+    pub const MODEL_GENERATE: &str = "model.generate";
+    /// Model (capability `train`): `TrainRequest` → `TrainReply`.
+    pub const MODEL_TRAIN: &str = "model.train";
+    /// Model (capability `loglikelihood`): `TokenBatch` → `LoglikelihoodReply`.
+    pub const MODEL_LOGLIKELIHOOD: &str = "model.loglikelihood";
+}
+
+/// Which kind of component an instance is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComponentKind {
+    Task,
+    Model,
+}
+
+impl ComponentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComponentKind::Task => "task",
+            ComponentKind::Model => "model",
+        }
+    }
+}
+
+/// What `describe` returns: the plugin and every component it provides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginDescriptor {
+    pub name: String,
+    pub version: String,
+    /// API version the plugin was built against, `major.minor`.
+    pub api_version: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub tasks: Vec<ComponentInfo>,
+    #[serde(default)]
+    pub models: Vec<ComponentInfo>,
+    /// Compute device the plugin's models run on by default (e.g. `cpu`).
+    #[serde(default)]
+    pub device: String,
+}
+
+impl PluginDescriptor {
+    pub fn component(&self, kind: ComponentKind, name: &str) -> Option<&ComponentInfo> {
+        let list = match kind {
+            ComponentKind::Task => &self.tasks,
+            ComponentKind::Model => &self.models,
+        };
+        list.iter().find(|c| c.name == name)
+    }
+}
+
+/// One task or model a plugin provides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentInfo {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Optional capabilities, e.g. `train`, `loglikelihood`, `time_conditioned`, `oracle`,
+    /// `autoregressive` (the model is an AR model: speedups are measured against it).
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Sampler names a model supports (empty for tasks).
+    #[serde(default)]
+    pub samplers: Vec<String>,
+}
+
+impl ComponentInfo {
+    pub fn has(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+}
+
+/// Configuration handed to `open` for a model: its own configuration plus the task it will be
+/// asked to generate for (an oracle model needs the task's parameters; a neural model needs the
+/// vocabulary).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelOpenConfig {
+    #[serde(default)]
+    pub config: Value,
+    pub task: TaskBinding,
+}
+
+/// The task a model instance serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskBinding {
+    /// Name of the plugin that provides the task (from its descriptor).
+    pub plugin: String,
+    /// Task component name inside that plugin.
+    pub task: String,
+    #[serde(default)]
+    pub config: Value,
+    pub description: TaskDescription,
+}
+
+/// `task.describe` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DescribeTaskRequest {
+    pub length: usize,
+}
+
+/// What a task says about itself for a given sequence length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskDescription {
+    /// Human label, e.g. `2-gram (SER variant)`.
+    pub label: String,
+    /// Number of real tokens; ids are `0..vocab_size`.
+    pub vocab_size: usize,
+    /// Id of the mask token models should use (conventionally `vocab_size`).
+    pub mask_id: u32,
+    pub length: usize,
+    /// Entropy of the whole sequence distribution in nats, when known.
+    pub entropy_nats: Option<f64>,
+    /// Whether `entropy_nats` is exact (otherwise a Monte Carlo estimate with `entropy_std_error`).
+    #[serde(default)]
+    pub entropy_exact: bool,
+    #[serde(default)]
+    pub entropy_std_error: f64,
+    /// `exp(entropy_nats / length)`: the best token error rate any model can reach.
+    pub optimal_ter: Option<f64>,
+    /// log10 of the share of all `vocab^length` sequences that are in the support.
+    pub support_log10_density: Option<f64>,
+    /// Task-specific facts (parameters, variant, …) for the report.
+    #[serde(default)]
+    pub details: Value,
+}
+
+/// `task.sample_reference` request: `n` ground-truth sequences.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleReferenceRequest {
+    pub n: usize,
+    pub length: usize,
+    pub seed: u64,
+    /// Global index of the first sequence; sequence `i` depends only on `(seed, first_index + i)`.
+    #[serde(default)]
+    pub first_index: u64,
+}
+
+/// Shape of a batch of sequences whose tokens travel in the token buffer, concatenated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenBatch {
+    pub lengths: Vec<usize>,
+}
+
+impl TokenBatch {
+    /// Flatten sequences into (shape, buffer).
+    pub fn pack(sequences: &[Vec<u32>]) -> (TokenBatch, Vec<u32>) {
+        let lengths = sequences.iter().map(Vec::len).collect();
+        let buffer = sequences.iter().flatten().copied().collect();
+        (TokenBatch { lengths }, buffer)
+    }
+
+    /// Split a buffer back into sequences, checking that the sizes agree.
+    pub fn unpack(&self, buffer: &[u32]) -> Result<Vec<Vec<u32>>, String> {
+        let total: usize = self.lengths.iter().sum();
+        if total != buffer.len() {
+            return Err(format!(
+                "token buffer holds {} ids but the batch shape says {} ({} sequences)",
+                buffer.len(),
+                total,
+                self.lengths.len()
+            ));
+        }
+        let mut out = Vec::with_capacity(self.lengths.len());
+        let mut at = 0;
+        for &len in &self.lengths {
+            out.push(buffer[at..at + len].to_vec());
+            at += len;
+        }
+        Ok(out)
+    }
+}
+
+/// Per-sequence scores from `task.score`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleScore {
+    /// `log q(x)` in nats under the ground truth; `None` when `q(x) = 0`.
+    pub log_q: Option<f64>,
+    /// Whether `q(x) > 0`.
+    pub in_support: bool,
+    /// First position whose prefix has probability zero.
+    #[serde(default)]
+    pub first_invalid: Option<usize>,
+    /// Number of positions with a zero-probability transition.
+    #[serde(default)]
+    pub invalid_transitions: usize,
+    /// Task-specific metrics (text tasks: accuracy, step errors, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// `task.score` reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreReply {
+    pub scores: Vec<SampleScore>,
+}
+
+/// A sampler and its parameters. `steps` is the total number of denoising steps over the whole
+/// sequence (across all blocks); see the SDK's sampler docs for each sampler's exact meaning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplerSpec {
+    pub name: String,
+    pub steps: usize,
+    /// Noise schedule (`loglinear` by default).
+    #[serde(default)]
+    pub schedule: Option<String>,
+    #[serde(default)]
+    pub params: BTreeMap<String, Value>,
+}
+
+impl SamplerSpec {
+    /// Canonical one-line label, e.g. `ddpm_cache@64`.
+    pub fn label(&self) -> String {
+        let mut s = format!("{}@{}", self.name, self.steps);
+        if let Some(sched) = &self.schedule {
+            s.push_str(&format!(",{sched}"));
+        }
+        for (k, v) in &self.params {
+            s.push_str(&format!(",{k}={v}"));
+        }
+        s
+    }
+}
+
+/// `model.generate` request: `batch_size` sequences of `length` tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerateRequest {
+    pub batch_size: usize,
+    pub length: usize,
+    pub sampler: SamplerSpec,
+    pub seed: u64,
+    /// Global index of the first sample; sample `i` draws from its own random stream
+    /// `(seed, first_index + i)`, so outputs do not depend on batch size or sharding.
+    #[serde(default)]
+    pub first_index: u64,
+    /// Optional prompts (text tasks): one per sample, prefix tokens that are kept fixed.
+    #[serde(default)]
+    pub prompts: Option<Vec<Vec<u32>>>,
+}
+
+/// Per-sample statistics from a model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleStats {
+    /// Network calls that contributed to this sample (a batched call counts once for every
+    /// sample in the batch).
+    pub nfe: u64,
+    /// Tokens generated (response tokens only).
+    pub generated_tokens: u64,
+}
+
+/// `model.generate` reply; the tokens travel in the token buffer (`batch_size × length`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GenerateReply {
+    pub lengths: Vec<usize>,
+    pub samples: Vec<SampleStats>,
+    /// Network calls made for the whole batch.
+    pub batch_nfe: u64,
+    /// Wall-clock seconds of the generation, measured inside the plugin after device sync.
+    pub wall_seconds: f64,
+    /// Device the batch ran on, e.g. `cpu`.
+    pub device: String,
+}

@@ -1,0 +1,286 @@
+//! The dlm-bench plugin SDK: what every model and task plugin links.
+//!
+//! A **model author** implements [`Denoiser`] — token ids in, per-position distributions out —
+//! wraps it in [`DenoiserModel`], and gets every shared sampler, the step accounting and the
+//! timing for free. A **task author** implements [`Task`]. A plugin lists its components by
+//! implementing [`Plugin`] and exports itself with [`export_plugin!`]:
+//!
+//! ```ignore
+//! struct MyPlugin;
+//! impl dlm_sdk::Plugin for MyPlugin {
+//!     const NAME: &'static str = "my-mdm";
+//!     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+//!     const HAS_MODELS: bool = true;
+//!     fn models() -> Vec<dlm_sdk::ComponentInfo> { vec![dlm_sdk::denoiser_component("mdm", "my model", false)] }
+//!     fn open_model(name: &str, open: dlm_sdk::ModelOpenConfig) -> dlm_sdk::Result<Box<dyn dlm_sdk::Model>> {
+//!         Ok(Box::new(dlm_sdk::DenoiserModel::new(MyDenoiser::new(&open)?)))
+//!     }
+//! }
+//! dlm_sdk::export_plugin!(MyPlugin);
+//! ```
+
+pub mod sampler;
+
+pub use dlm_plugin_api::protocol::*;
+pub use dlm_plugin_api::API_VERSION;
+use dlm_plugin_api::PluginInstance;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Error returned by plugin code; its message reaches the user verbatim, so say what went
+/// wrong and what to do about it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct PluginError(pub String);
+
+impl From<String> for PluginError {
+    fn from(s: String) -> Self {
+        PluginError(s)
+    }
+}
+impl From<&str> for PluginError {
+    fn from(s: &str) -> Self {
+        PluginError(s.to_string())
+    }
+}
+impl From<serde_json::Error> for PluginError {
+    fn from(e: serde_json::Error) -> Self {
+        PluginError(format!("invalid JSON: {e}"))
+    }
+}
+
+pub type Result<T, E = PluginError> = std::result::Result<T, E>;
+
+/// The network a model author implements: one forward pass of the denoiser.
+pub trait Denoiser: Send {
+    /// Number of real tokens; the mask token id is `vocab_size()`.
+    fn vocab_size(&self) -> usize;
+
+    /// Whether the network takes the diffusion time as input. Output caching (`ddpm_cache`)
+    /// is only valid for time-independent models and is refused otherwise.
+    fn time_conditioned(&self) -> bool {
+        false
+    }
+
+    /// Device label recorded with every timing, e.g. `cpu` or `cuda:0`.
+    fn device(&self) -> String {
+        "cpu".to_string()
+    }
+
+    /// One forward pass. `tokens` holds `batch × length` ids (mask = `vocab_size()`); write
+    /// into `out` (`batch × length × vocab_size()`) the predicted distribution over real tokens
+    /// of every position. Unmasked positions may be left as anything (samplers never read
+    /// them). `t ∈ [0, 1]` is the diffusion time (1 = all masked).
+    fn denoise(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        t: f64,
+        out: &mut [f64],
+    ) -> Result<()>;
+
+    /// Block until queued device work is done, so timings are honest. CPU models need nothing.
+    fn synchronize(&mut self) {}
+}
+
+/// A task: ground truth, reference samples and scoring.
+pub trait Task: Send {
+    fn describe(&mut self, length: usize) -> Result<TaskDescription>;
+    /// `request.n` ground-truth sequences; sequence `i` depends only on `(seed, first_index + i)`.
+    fn sample_reference(&mut self, request: &SampleReferenceRequest) -> Result<Vec<Vec<u32>>>;
+    fn score(&mut self, sequences: &[Vec<u32>]) -> Result<Vec<SampleScore>>;
+}
+
+/// A model: answers `generate`. Most models are a [`DenoiserModel`].
+pub trait Model: Send {
+    fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)>;
+}
+
+/// Turns any [`Denoiser`] into a [`Model`] using the shared samplers.
+pub struct DenoiserModel<D: Denoiser> {
+    pub denoiser: D,
+}
+
+impl<D: Denoiser> DenoiserModel<D> {
+    pub fn new(denoiser: D) -> Self {
+        DenoiserModel { denoiser }
+    }
+}
+
+impl<D: Denoiser> Model for DenoiserModel<D> {
+    fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        sampler::generate(&mut self.denoiser, request)
+    }
+}
+
+/// Component info for a denoiser-based model with the samplers the SDK provides.
+pub fn denoiser_component(name: &str, description: &str, time_conditioned: bool) -> ComponentInfo {
+    let mut capabilities = vec!["denoiser".to_string()];
+    if time_conditioned {
+        capabilities.push("time_conditioned".to_string());
+    }
+    ComponentInfo {
+        name: name.to_string(),
+        description: description.to_string(),
+        capabilities,
+        samplers: sampler::SAMPLERS.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// What a plugin provides. Implement this and call [`export_plugin!`].
+pub trait Plugin: 'static {
+    const NAME: &'static str;
+    const VERSION: &'static str;
+    const DESCRIPTION: &'static str = "";
+    const HAS_TASKS: bool = false;
+    const HAS_MODELS: bool = false;
+
+    fn tasks() -> Vec<ComponentInfo> {
+        Vec::new()
+    }
+    fn models() -> Vec<ComponentInfo> {
+        Vec::new()
+    }
+    fn open_task(name: &str, _config: serde_json::Value) -> Result<Box<dyn Task>> {
+        Err(PluginError(format!(
+            "plugin `{}` provides no task `{name}`",
+            Self::NAME
+        )))
+    }
+    fn open_model(name: &str, _open: ModelOpenConfig) -> Result<Box<dyn Model>> {
+        Err(PluginError(format!(
+            "plugin `{}` provides no model `{name}`",
+            Self::NAME
+        )))
+    }
+    /// Device label for the descriptor.
+    fn device() -> String {
+        "cpu".to_string()
+    }
+}
+
+/// Bridges a typed [`Plugin`] to the untyped ABI. Used by [`export_plugin!`].
+pub struct Exported<P: Plugin>(std::marker::PhantomData<P>);
+
+impl<P: Plugin> dlm_plugin_api::PluginImpl for Exported<P> {
+    fn descriptor() -> PluginDescriptor {
+        PluginDescriptor {
+            name: P::NAME.to_string(),
+            version: P::VERSION.to_string(),
+            api_version: API_VERSION.to_string(),
+            description: P::DESCRIPTION.to_string(),
+            tasks: P::tasks(),
+            models: P::models(),
+            device: P::device(),
+        }
+    }
+
+    fn open(
+        kind: ComponentKind,
+        name: &str,
+        config_json: &str,
+    ) -> std::result::Result<Box<dyn PluginInstance>, String> {
+        match kind {
+            ComponentKind::Task => {
+                let config: serde_json::Value = parse_json(config_json).map_err(|e| e.0)?;
+                let task = P::open_task(name, config).map_err(|e| e.0)?;
+                Ok(Box::new(TaskInstance(task)))
+            }
+            ComponentKind::Model => {
+                let open: ModelOpenConfig = parse_json(config_json).map_err(|e| e.0)?;
+                let model = P::open_model(name, open).map_err(|e| e.0)?;
+                Ok(Box::new(ModelInstance(model)))
+            }
+        }
+    }
+}
+
+fn parse_json<T: DeserializeOwned>(json: &str) -> Result<T> {
+    serde_json::from_str(json).map_err(|e| PluginError(format!("malformed request: {e}")))
+}
+
+fn to_json<T: Serialize>(value: &T) -> std::result::Result<String, String> {
+    serde_json::to_string(value).map_err(|e| format!("reply not serialisable: {e}"))
+}
+
+struct TaskInstance(Box<dyn Task>);
+
+impl PluginInstance for TaskInstance {
+    fn call(
+        &mut self,
+        method: &str,
+        request_json: &str,
+        tokens: &[u32],
+    ) -> std::result::Result<(String, Vec<u32>), String> {
+        let task = &mut self.0;
+        match method {
+            method::TASK_DESCRIBE => {
+                let req: DescribeTaskRequest = parse_json(request_json).map_err(|e| e.0)?;
+                Ok((to_json(&task.describe(req.length).map_err(|e| e.0)?)?, Vec::new()))
+            }
+            method::TASK_SAMPLE_REFERENCE => {
+                let req: SampleReferenceRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let seqs = task.sample_reference(&req).map_err(|e| e.0)?;
+                let (shape, buffer) = TokenBatch::pack(&seqs);
+                Ok((to_json(&shape)?, buffer))
+            }
+            method::TASK_SCORE => {
+                let shape: TokenBatch = parse_json(request_json).map_err(|e| e.0)?;
+                let seqs = shape.unpack(tokens)?;
+                let scores = task.score(&seqs).map_err(|e| e.0)?;
+                Ok((to_json(&ScoreReply { scores })?, Vec::new()))
+            }
+            other => Err(format!("a task does not answer `{other}`")),
+        }
+    }
+}
+
+struct ModelInstance(Box<dyn Model>);
+
+impl PluginInstance for ModelInstance {
+    fn call(
+        &mut self,
+        method: &str,
+        request_json: &str,
+        _tokens: &[u32],
+    ) -> std::result::Result<(String, Vec<u32>), String> {
+        match method {
+            method::MODEL_GENERATE => {
+                let req: GenerateRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let (seqs, mut reply) = self.0.generate(&req).map_err(|e| e.0)?;
+                let (shape, buffer) = TokenBatch::pack(&seqs);
+                reply.lengths = shape.lengths;
+                Ok((to_json(&reply)?, buffer))
+            }
+            other => Err(format!(
+                "this model does not answer `{other}` (capability not provided)"
+            )),
+        }
+    }
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use dlm_plugin_api;
+}
+
+/// Export a [`Plugin`] from a `cdylib` crate: writes the descriptor static and the root module.
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {
+        $crate::__private::dlm_plugin_api::export_plugin_abi!(
+            $crate::Exported<$plugin>,
+            name = <$plugin as $crate::Plugin>::NAME,
+            version = <$plugin as $crate::Plugin>::VERSION,
+            kinds = (if <$plugin as $crate::Plugin>::HAS_TASKS {
+                $crate::__private::dlm_plugin_api::abi::KIND_TASK
+            } else {
+                0
+            }) | (if <$plugin as $crate::Plugin>::HAS_MODELS {
+                $crate::__private::dlm_plugin_api::abi::KIND_MODEL
+            } else {
+                0
+            })
+        );
+    };
+}
