@@ -179,7 +179,11 @@ pub fn glue_describe<P: PluginImpl>() -> RResult<RString, RString> {
 }
 
 #[doc(hidden)]
-pub fn glue_open<P: PluginImpl>(kind: u8, name: RStr<'_>, config: RStr<'_>) -> RResult<u64, RString> {
+pub fn glue_open<P: PluginImpl>(
+    kind: u8,
+    name: RStr<'_>,
+    config: RStr<'_>,
+) -> RResult<u64, RString> {
     guarded("open", || {
         let kind = match kind {
             0 => ComponentKind::Task,
@@ -215,7 +219,9 @@ pub fn glue_call(
             .lock()
             .map_err(|e| e.to_string())?
             .remove(&handle)
-            .ok_or_else(|| format!("no open instance with handle {handle} (closed, or lost after a panic)"))?;
+            .ok_or_else(|| {
+                format!("no open instance with handle {handle} (closed, or lost after a panic)")
+            })?;
         let result = instance.call(method.as_str(), request.as_str(), tokens.as_slice());
         INSTANCES
             .lock()
@@ -232,10 +238,7 @@ pub fn glue_call(
 #[doc(hidden)]
 pub fn glue_close(handle: u64) -> RResult<(), RString> {
     guarded("close", || {
-        INSTANCES
-            .lock()
-            .map_err(|e| e.to_string())?
-            .remove(&handle);
+        INSTANCES.lock().map_err(|e| e.to_string())?.remove(&handle);
         Ok(())
     })
 }
@@ -304,9 +307,10 @@ macro_rules! export_plugin_abi {
         pub static DLM_BENCH_PLUGIN_DESCRIPTOR_V1: $crate::abi::RawDescriptor =
             $crate::abi::RawDescriptor::new($name, $version, $kinds, $api);
 
-        extern "C" fn __dlm_describe(
-        ) -> $crate::abi::__private::RResult<$crate::abi::__private::RString, $crate::abi::__private::RString>
-        {
+        extern "C" fn __dlm_describe() -> $crate::abi::__private::RResult<
+            $crate::abi::__private::RString,
+            $crate::abi::__private::RString,
+        > {
             $crate::abi::glue_describe::<$plugin>()
         }
         extern "C" fn __dlm_open(

@@ -22,8 +22,8 @@
 pub mod sampler;
 
 pub use dlm_plugin_api::protocol::*;
-pub use dlm_plugin_api::API_VERSION;
 use dlm_plugin_api::PluginInstance;
+pub use dlm_plugin_api::API_VERSION;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Error returned by plugin code; its message reaches the user verbatim, so say what went
@@ -216,7 +216,10 @@ impl PluginInstance for TaskInstance {
         match method {
             method::TASK_DESCRIBE => {
                 let req: DescribeTaskRequest = parse_json(request_json).map_err(|e| e.0)?;
-                Ok((to_json(&task.describe(req.length).map_err(|e| e.0)?)?, Vec::new()))
+                Ok((
+                    to_json(&task.describe(req.length).map_err(|e| e.0)?)?,
+                    Vec::new(),
+                ))
             }
             method::TASK_SAMPLE_REFERENCE => {
                 let req: SampleReferenceRequest = parse_json(request_json).map_err(|e| e.0)?;

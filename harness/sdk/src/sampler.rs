@@ -132,7 +132,14 @@ pub fn generate<D: Denoiser + ?Sized>(
                 return Err(PluginError(format!("{} needs steps ≥ 1", spec.name)));
             }
             let schedule = Schedule::parse(spec.schedule.as_deref())?;
-            masked_diffusion(denoiser, &mut canvas, &mut rngs, spec.steps, schedule, cache)?
+            masked_diffusion(
+                denoiser,
+                &mut canvas,
+                &mut rngs,
+                spec.steps,
+                schedule,
+                cache,
+            )?
         }
         "left_to_right" => {
             if spec.steps != length {
@@ -274,9 +281,8 @@ fn masked_diffusion<D: Denoiser + ?Sized>(
                 }
                 if rng.random::<f64>() < p_unmask {
                     let dist = &probs[at * vocab..(at + 1) * vocab];
-                    let token = categorical(dist, rng).map_err(|e| {
-                        PluginError(format!("sample {b}, position {j}: {}", e.0))
-                    })?;
+                    let token = categorical(dist, rng)
+                        .map_err(|e| PluginError(format!("sample {b}, position {j}: {}", e.0)))?;
                     canvas.tokens[at] = token as u32;
                     stale[b] = true;
                 }
@@ -367,7 +373,9 @@ mod tests {
                 }
                 for j in 1..length {
                     for y in 0..v {
-                        let s: f64 = (0..v).map(|x| fwd[(j - 1) * v + x] * self.trans[x * v + y]).sum();
+                        let s: f64 = (0..v)
+                            .map(|x| fwd[(j - 1) * v + x] * self.trans[x * v + y])
+                            .sum();
                         fwd[j * v + y] = if allowed(j, y) { s } else { 0.0 };
                     }
                 }
@@ -399,7 +407,13 @@ mod tests {
         }
     }
 
-    fn request(name: &str, steps: usize, batch: usize, length: usize, first: u64) -> GenerateRequest {
+    fn request(
+        name: &str,
+        steps: usize,
+        batch: usize,
+        length: usize,
+        first: u64,
+    ) -> GenerateRequest {
         GenerateRequest {
             batch_size: batch,
             length,
@@ -418,18 +432,30 @@ mod tests {
     #[test]
     fn ddpm_and_ddpm_cache_agree_and_cache_saves_calls() {
         for steps in [1, 3, 8, 50] {
-            let (a, ra) = generate(&mut ChainOracle::new(), &request("ddpm", steps, 5, 8, 0)).unwrap();
-            let (b, rb) =
-                generate(&mut ChainOracle::new(), &request("ddpm_cache", steps, 5, 8, 0)).unwrap();
+            let (a, ra) =
+                generate(&mut ChainOracle::new(), &request("ddpm", steps, 5, 8, 0)).unwrap();
+            let (b, rb) = generate(
+                &mut ChainOracle::new(),
+                &request("ddpm_cache", steps, 5, 8, 0),
+            )
+            .unwrap();
             assert_eq!(a, b, "steps {steps}");
             assert!(rb.batch_nfe <= ra.batch_nfe);
             assert!(rb.batch_nfe as usize <= steps.min(8 * 5));
             for s in &rb.samples {
-                assert!(s.nfe as usize <= steps.min(8), "per-sample nfe {} > min(T, L)", s.nfe);
+                assert!(
+                    s.nfe as usize <= steps.min(8),
+                    "per-sample nfe {} > min(T, L)",
+                    s.nfe
+                );
             }
         }
         // With many more steps than tokens most steps change nothing.
-        let (_, r) = generate(&mut ChainOracle::new(), &request("ddpm_cache", 1000, 1, 8, 0)).unwrap();
+        let (_, r) = generate(
+            &mut ChainOracle::new(),
+            &request("ddpm_cache", 1000, 1, 8, 0),
+        )
+        .unwrap();
         assert!(r.batch_nfe <= 8, "nfe {}", r.batch_nfe);
     }
 
@@ -451,15 +477,20 @@ mod tests {
     fn left_to_right_with_an_exact_oracle_samples_the_chain() {
         // Empirical distribution of (x0, x1) against the exact chain probabilities.
         let n = 20_000;
-        let (seqs, reply) =
-            generate(&mut ChainOracle::new(), &request("left_to_right", 2, n, 2, 0)).unwrap();
+        let (seqs, reply) = generate(
+            &mut ChainOracle::new(),
+            &request("left_to_right", 2, n, 2, 0),
+        )
+        .unwrap();
         assert_eq!(reply.batch_nfe, 2);
         let o = ChainOracle::new();
         for x in 0..3 {
             for y in 0..3 {
                 let want = o.init[x] * o.trans[x * 3 + y];
-                let got = seqs.iter().filter(|s| s[0] == x as u32 && s[1] == y as u32).count()
-                    as f64
+                let got = seqs
+                    .iter()
+                    .filter(|s| s[0] == x as u32 && s[1] == y as u32)
+                    .count() as f64
                     / n as f64;
                 // 5 standard errors.
                 let tol = 5.0 * (want * (1.0 - want) / n as f64).sqrt() + 1e-12;

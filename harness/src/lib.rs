@@ -1,0 +1,13 @@
+//! dlm-bench: the harness library behind the `dlm-bench` binary.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the map. In one line: a [`suite`] expands into
+//! cells; [`run`] resolves and builds the [`plugins`], runs each cell in a [`worker`] process,
+//! appends per-sample rows to the run's [`results`], and computes [`metrics`] and the [`report`].
+
+pub mod metrics;
+pub mod plugins;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod suite;
+pub mod worker;

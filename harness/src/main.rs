@@ -1,0 +1,208 @@
+//! `dlm-bench`: run suites of masked-diffusion and autoregressive language models against
+//! ground-truth tasks, and report speed against accuracy.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use dlm_bench::plugins::{self, Workspace};
+use dlm_bench::results::RunDir;
+use dlm_bench::run::{run, RunOptions};
+use dlm_bench::suite::PluginRef;
+use dlm_bench::{report, worker};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code when the run finished but some cells failed.
+const EXIT_CELLS_FAILED: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "dlm-bench",
+    version,
+    about = "Benchmark masked diffusion language models against autoregressive ones on ground-truth tasks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a suite: build its plugins, run every cell in a worker process, write the run directory.
+    Run {
+        /// Suite YAML file, e.g. suites/quick.yaml.
+        suite: PathBuf,
+        /// Run directory to create (default: reports/<suite>-<timestamp>).
+        #[arg(long, conflicts_with = "resume")]
+        out: Option<PathBuf>,
+        /// Continue a killed or partly failed run in this directory; finished cells are kept.
+        #[arg(long)]
+        resume: Option<PathBuf>,
+        /// Cargo profile for building plugin crates (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
+        #[arg(long)]
+        plugin_profile: Option<String>,
+    },
+    /// List the plugin crates of the workspace (built on demand) and their descriptors.
+    List {
+        /// Also describe these plugin libraries.
+        libraries: Vec<PathBuf>,
+        #[arg(long)]
+        plugin_profile: Option<String>,
+    },
+    /// Show a plugin's descriptor: a workspace crate name or a library path.
+    Describe {
+        plugin: String,
+        #[arg(long)]
+        plugin_profile: Option<String>,
+    },
+    /// Recompute summary.json and report.html of a run directory from its samples.
+    Report { run_dir: PathBuf },
+    /// Internal: run one job in a worker process.
+    #[command(hide = true)]
+    Worker {
+        #[arg(long)]
+        job: PathBuf,
+        #[arg(long)]
+        events: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DLM_BENCH_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let cli = Cli::parse();
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn describe_and_print(library: &std::path::Path) -> Result<()> {
+    let scratch = std::env::temp_dir().join(format!("dlm-bench-describe-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let d = plugins::describe(library, &scratch)?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    match d {
+        Ok(d) => {
+            println!(
+                "{} {} (plugin API {}) — {}",
+                d.name,
+                d.version,
+                d.api_version,
+                library.display()
+            );
+            if !d.description.is_empty() {
+                println!("  {}", d.description);
+            }
+            for t in &d.tasks {
+                println!("  task  {:<16} {}", t.name, t.description);
+            }
+            for m in &d.models {
+                println!(
+                    "  model {:<16} {} [samplers: {}; capabilities: {}]",
+                    m.name,
+                    m.description,
+                    m.samplers.join(", "),
+                    m.capabilities.join(", ")
+                );
+            }
+        }
+        Err(cause) => println!("{}: cannot be loaded: {cause}", library.display()),
+    }
+    Ok(())
+}
+
+fn dispatch(cmd: Cmd) -> Result<ExitCode> {
+    match cmd {
+        Cmd::Run {
+            suite,
+            out,
+            resume,
+            plugin_profile,
+        } => {
+            let outcome = run(&RunOptions {
+                suite,
+                out,
+                resume,
+                plugin_profile: plugin_profile.unwrap_or_else(plugins::default_profile),
+            })?;
+            println!(
+                "run directory: {}\n  {} cells ran, {} failed; report: {}",
+                outcome.dir.display(),
+                outcome.ok,
+                outcome.failed,
+                outcome.dir.join("report.html").display()
+            );
+            if outcome.failed > 0 {
+                eprintln!(
+                    "some cells failed; see the report's \"Failed cells\" section and {}/logs",
+                    outcome.dir.display()
+                );
+                return Ok(ExitCode::from(EXIT_CELLS_FAILED));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::List {
+            libraries,
+            plugin_profile,
+        } => {
+            let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
+            let ws = Workspace::find(&std::env::current_dir()?)?;
+            ws.build(&ws.plugin_crates, &profile)?;
+            for c in &ws.plugin_crates {
+                describe_and_print(&ws.library_path(c, &profile))?;
+            }
+            for l in &libraries {
+                describe_and_print(l)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Describe {
+            plugin,
+            plugin_profile,
+        } => {
+            let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
+            let library = match PluginRef::parse(&plugin, &std::env::current_dir()?) {
+                PluginRef::Path(p) => p,
+                PluginRef::Crate(name) => {
+                    let ws = Workspace::find(&std::env::current_dir()?)?;
+                    if !ws.plugin_crates.contains(&name) {
+                        anyhow::bail!(
+                            "no plugin crate `{name}` in the workspace{}",
+                            dlm_bench::suite::did_you_mean(
+                                &name,
+                                ws.plugin_crates.iter().map(String::as_str)
+                            )
+                        );
+                    }
+                    ws.build(std::slice::from_ref(&name), &profile)?;
+                    ws.library_path(&name, &profile)
+                }
+            };
+            describe_and_print(&library)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Report { run_dir } => {
+            let dir = RunDir::open(&run_dir)?;
+            let summary = report::write_all(&dir, None).context("cannot write the report")?;
+            println!(
+                "{} cells summarised; report: {}",
+                summary.len(),
+                dir.file("report.html").display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Worker { job, events } => {
+            let code = worker::worker_main(&job, &events)?;
+            Ok(ExitCode::from(code as u8))
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Finding, building and describing plugins.
+//!
+//! A suite names a plugin either by the workspace crate that builds it — the harness then runs
+//! `cargo build -p CRATE` (cargo itself decides whether anything is stale), so a fresh clone
+//! needs no separate build step — or by a path to a library built anywhere, e.g. out of tree.
+
+use crate::suite::{did_you_mean, PluginRef, Suite, SuiteError};
+use crate::worker::{self, Job, Outcome};
+use anyhow::{Context, Result};
+use dlm_plugin_api::PluginDescriptor;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The cargo workspace that holds plugin crates.
+pub struct Workspace {
+    pub root: PathBuf,
+    pub target_dir: PathBuf,
+    /// Packages with a `cdylib` target, i.e. plugins.
+    pub plugin_crates: Vec<String>,
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}
+
+/// Cargo profile plugins are built with: `DLM_BENCH_PLUGIN_PROFILE` or `release`.
+pub fn default_profile() -> String {
+    std::env::var("DLM_BENCH_PLUGIN_PROFILE").unwrap_or_else(|_| "release".to_string())
+}
+
+impl Workspace {
+    /// The workspace containing `dir`, via `cargo metadata`.
+    pub fn find(dir: &Path) -> Result<Workspace> {
+        let out = Command::new(cargo())
+            .args(["metadata", "--no-deps", "--format-version", "1"])
+            .current_dir(dir)
+            .output()
+            .context("cannot run `cargo metadata` (is cargo installed and on PATH?)")?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "{} is not inside a cargo workspace: {}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let root = PathBuf::from(meta["workspace_root"].as_str().unwrap_or("."));
+        let target_dir = PathBuf::from(meta["target_directory"].as_str().unwrap_or("target"));
+        let mut plugin_crates = Vec::new();
+        for p in meta["packages"].as_array().into_iter().flatten() {
+            let is_plugin = p["targets"].as_array().into_iter().flatten().any(|t| {
+                t["crate_types"]
+                    .as_array()
+                    .is_some_and(|ct| ct.iter().any(|c| c == "cdylib"))
+            });
+            if is_plugin {
+                plugin_crates.push(p["name"].as_str().unwrap_or_default().to_string());
+            }
+        }
+        plugin_crates.sort();
+        Ok(Workspace {
+            root,
+            target_dir,
+            plugin_crates,
+        })
+    }
+
+    /// Path of the library `cargo build -p CRATE --profile PROFILE` produces.
+    pub fn library_path(&self, krate: &str, profile: &str) -> PathBuf {
+        let dir = if profile == "dev" || profile == "debug" {
+            "debug"
+        } else {
+            profile
+        };
+        self.target_dir.join(dir).join(format!(
+            "{}{}{}",
+            std::env::consts::DLL_PREFIX,
+            krate.replace('-', "_"),
+            std::env::consts::DLL_SUFFIX
+        ))
+    }
+
+    /// Build the given plugin crates (cargo skips what is fresh).
+    pub fn build(&self, crates: &[String], profile: &str) -> Result<()> {
+        if crates.is_empty() {
+            return Ok(());
+        }
+        let profile_arg = if profile == "debug" { "dev" } else { profile };
+        tracing::info!("building plugins {} ({profile})", crates.join(", "));
+        let mut cmd = Command::new(cargo());
+        cmd.arg("build")
+            .arg("--profile")
+            .arg(profile_arg)
+            .current_dir(&self.root);
+        for c in crates {
+            cmd.arg("-p").arg(c);
+        }
+        let status = cmd.status().context("cannot run cargo to build plugins")?;
+        if !status.success() {
+            anyhow::bail!(
+                "building plugins {} failed (cargo's messages are above)",
+                crates.join(", ")
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Resolve every plugin a suite names to a library path, building workspace crates.
+pub fn resolve(suite: &Suite, profile: &str) -> Result<BTreeMap<PluginRef, PathBuf>> {
+    let mut refs: Vec<(&PluginRef, &marked_yaml::Span)> = Vec::new();
+    for t in &suite.tasks {
+        refs.push((&t.plugin, &t.plugin_span));
+    }
+    for m in &suite.models {
+        refs.push((&m.plugin, &m.plugin_span));
+    }
+    let mut out = BTreeMap::new();
+    let needs_workspace = refs.iter().any(|(r, _)| matches!(r, PluginRef::Crate(_)));
+    let suite_dir = suite
+        .source
+        .path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_owned();
+    let suite_dir = if suite_dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        suite_dir
+    };
+    let workspace = if needs_workspace {
+        Some(Workspace::find(&suite_dir)?)
+    } else {
+        None
+    };
+    let mut to_build = Vec::new();
+    for (r, span) in &refs {
+        match r {
+            PluginRef::Crate(name) => {
+                let ws = workspace.as_ref().expect("found above");
+                if !ws.plugin_crates.contains(name) {
+                    return Err(SuiteError::at(
+                        &suite.source,
+                        span,
+                        format!(
+                            "no plugin crate `{name}` in the workspace at {}{}",
+                            ws.root.display(),
+                            did_you_mean(name, ws.plugin_crates.iter().map(String::as_str))
+                        ),
+                    )
+                    .into());
+                }
+                if !to_build.contains(name) {
+                    to_build.push(name.clone());
+                }
+                out.insert((*r).clone(), ws.library_path(name, profile));
+            }
+            PluginRef::Path(p) => {
+                if !p.is_file() {
+                    return Err(SuiteError::at(
+                        &suite.source,
+                        span,
+                        format!(
+                            "plugin library {} does not exist; build it first or fix the path",
+                            p.display()
+                        ),
+                    )
+                    .into());
+                }
+                out.insert((*r).clone(), p.clone());
+            }
+        }
+    }
+    if let Some(ws) = &workspace {
+        ws.build(&to_build, profile)?;
+    }
+    Ok(out)
+}
+
+/// Ask a worker process to load a library and report its descriptor, so a plugin that crashes
+/// on load cannot take the harness down.
+pub fn describe(
+    library: &Path,
+    scratch: &Path,
+) -> Result<std::result::Result<PluginDescriptor, String>> {
+    let name = format!(
+        "describe-{}",
+        library
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("plugin")
+    );
+    let job = Job::Describe {
+        library: library.to_owned(),
+    };
+    Ok(
+        match worker::run_job(&job, scratch, &name, Duration::from_secs(60), |_, _, _| {})? {
+            Outcome::Described(d) => Ok(d),
+            Outcome::Failed(cause) => Err(cause),
+            Outcome::Finished(_) => Err("worker answered a describe job with a cell result".into()),
+        },
+    )
+}

@@ -1,0 +1,514 @@
+//! Worker processes. The harness runs every plugin call in a child process of its own binary
+//! (`dlm-bench worker ...`), so a plugin that panics, aborts, segfaults or hangs costs only
+//! its own cell. The child writes JSON-line events to a file the parent names (stdout and
+//! stderr stay free for the plugin's own output and go to the cell's log).
+
+use crate::results::{BatchRecord, PluginId};
+use crate::suite::CellSpec;
+use anyhow::{Context, Result};
+use dlm_plugin_api::abi::Instance;
+use dlm_plugin_api::{
+    method, ComponentKind, DescribeTaskRequest, GenerateReply, GenerateRequest, LoadedPlugin,
+    ModelOpenConfig, PluginDescriptor, SampleReferenceRequest, SampleScore, ScoreReply,
+    TaskBinding, TaskDescription, TokenBatch,
+};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the parent asks a worker to do.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "job", rename_all = "snake_case")]
+pub enum Job {
+    /// Load a library and report its descriptor.
+    Describe { library: PathBuf },
+    /// Run one cell.
+    Cell {
+        cell: CellSpec,
+        task_library: PathBuf,
+        model_library: Option<PathBuf>,
+    },
+}
+
+/// One generated-and-scored sample.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerSample {
+    pub index: u64,
+    pub tokens: Vec<u32>,
+    pub score: SampleScore,
+    pub nfe: u64,
+    pub generated_tokens: u64,
+}
+
+/// The result of a cell job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellOutput {
+    pub task_description: TaskDescription,
+    pub task_plugin: PluginId,
+    pub model_plugin: Option<PluginId>,
+    pub model_autoregressive: bool,
+    pub samples: Vec<WorkerSample>,
+    pub batches: Vec<BatchRecord>,
+    pub device: Option<String>,
+}
+
+/// Events a worker writes, one JSON object per line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Progress {
+        phase: String,
+        done: usize,
+        total: usize,
+    },
+    Described {
+        descriptor: PluginDescriptor,
+    },
+    Finished {
+        output: Box<CellOutput>,
+    },
+    Failed {
+        message: String,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child side.
+
+struct EventWriter {
+    file: std::fs::File,
+}
+
+impl EventWriter {
+    fn emit(&mut self, e: &Event) -> Result<()> {
+        let mut line = serde_json::to_vec(e)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.flush()?;
+        Ok(())
+    }
+}
+
+/// Entry point of `dlm-bench worker --job FILE --events FILE`. Returns the process exit code.
+pub fn worker_main(job_path: &Path, events_path: &Path) -> Result<i32> {
+    let job: Job = serde_json::from_slice(&std::fs::read(job_path)?)
+        .with_context(|| format!("malformed worker job {}", job_path.display()))?;
+    let mut events = EventWriter {
+        file: std::fs::File::create(events_path)?,
+    };
+    let result = match &job {
+        Job::Describe { library } => LoadedPlugin::load(library)
+            .map(|p| Event::Described {
+                descriptor: p.descriptor,
+            })
+            .map_err(anyhow::Error::from),
+        Job::Cell {
+            cell,
+            task_library,
+            model_library,
+        } => run_cell(cell, task_library, model_library.as_deref(), &mut events).map(|output| {
+            Event::Finished {
+                output: Box::new(output),
+            }
+        }),
+    };
+    match result {
+        Ok(event) => {
+            events.emit(&event)?;
+            Ok(0)
+        }
+        Err(e) => {
+            events.emit(&Event::Failed {
+                message: format!("{e:#}"),
+            })?;
+            Ok(1)
+        }
+    }
+}
+
+fn call<Req: Serialize, Rep: for<'de> Deserialize<'de>>(
+    instance: &Instance,
+    method: &str,
+    request: &Req,
+    tokens: &[u32],
+) -> Result<(Rep, Vec<u32>)> {
+    let (json, out_tokens) = instance.call(method, &serde_json::to_string(request)?, tokens)?;
+    let reply = serde_json::from_str(&json).with_context(|| {
+        format!(
+            "plugin `{}` returned a malformed reply to {method}",
+            instance.plugin()
+        )
+    })?;
+    Ok((reply, out_tokens))
+}
+
+fn plugin_id(p: &LoadedPlugin) -> PluginId {
+    PluginId {
+        name: p.descriptor.name.clone(),
+        version: p.descriptor.version.clone(),
+    }
+}
+
+fn run_cell(
+    cell: &CellSpec,
+    task_library: &Path,
+    model_library: Option<&Path>,
+    events: &mut EventWriter,
+) -> Result<CellOutput> {
+    let task_plugin = LoadedPlugin::load(task_library)?;
+    if task_plugin
+        .descriptor
+        .component(ComponentKind::Task, &cell.task.component)
+        .is_none()
+    {
+        anyhow::bail!(
+            "plugin `{}` provides no task `{}`",
+            task_plugin.name(),
+            cell.task.component
+        );
+    }
+    let task = task_plugin.open(
+        ComponentKind::Task,
+        &cell.task.component,
+        &cell.task.config.to_string(),
+    )?;
+    let (description, _): (TaskDescription, _) = call(
+        &task,
+        method::TASK_DESCRIBE,
+        &DescribeTaskRequest {
+            length: cell.length,
+        },
+        &[],
+    )?;
+    let n = cell.n;
+    let batch = cell.batch_size.max(1);
+    let mut sequences: Vec<Vec<u32>> = Vec::with_capacity(n);
+    let mut stats = Vec::with_capacity(n);
+    let mut batches = Vec::new();
+    let mut model_plugin_id = None;
+    let mut model_autoregressive = false;
+    let mut device = None;
+    let vocab = description.vocab_size as u32;
+    match (&cell.model, &cell.sampler) {
+        (None, _) => {
+            events.emit(&Event::Progress {
+                phase: "reference".into(),
+                done: 0,
+                total: n,
+            })?;
+            let mut first = 0;
+            while first < n {
+                let size = batch.min(n - first);
+                let (shape, tokens): (TokenBatch, _) = call(
+                    &task,
+                    method::TASK_SAMPLE_REFERENCE,
+                    &SampleReferenceRequest {
+                        n: size,
+                        length: cell.length,
+                        seed: cell.seed,
+                        first_index: first as u64,
+                    },
+                    &[],
+                )?;
+                let seqs = shape.unpack(&tokens).map_err(anyhow::Error::msg)?;
+                check_sequences(&seqs, size, cell.length, vocab, "task.sample_reference")?;
+                for _ in &seqs {
+                    stats.push((0, 0));
+                }
+                sequences.extend(seqs);
+                first += size;
+                events.emit(&Event::Progress {
+                    phase: "reference".into(),
+                    done: first,
+                    total: n,
+                })?;
+            }
+        }
+        (Some(model_spec), Some(sampler)) => {
+            let model_library = model_library.context("a model cell needs its model library")?;
+            let model_plugin = LoadedPlugin::load(model_library)?;
+            let info = model_plugin
+                .descriptor
+                .component(ComponentKind::Model, &model_spec.component)
+                .with_context(|| {
+                    format!(
+                        "plugin `{}` provides no model `{}`",
+                        model_plugin.name(),
+                        model_spec.component
+                    )
+                })?;
+            model_autoregressive = info.has("autoregressive");
+            model_plugin_id = Some(plugin_id(&model_plugin));
+            let open = ModelOpenConfig {
+                config: model_spec.config.clone(),
+                task: TaskBinding {
+                    plugin: task_plugin.descriptor.name.clone(),
+                    task: cell.task.component.clone(),
+                    config: cell.task.config.clone(),
+                    description: description.clone(),
+                },
+            };
+            let model = model_plugin.open(
+                ComponentKind::Model,
+                &model_spec.component,
+                &serde_json::to_string(&open)?,
+            )?;
+            events.emit(&Event::Progress {
+                phase: "generate".into(),
+                done: 0,
+                total: n,
+            })?;
+            let mut first = 0;
+            while first < n {
+                let size = batch.min(n - first);
+                let request = GenerateRequest {
+                    batch_size: size,
+                    length: cell.length,
+                    sampler: sampler.clone(),
+                    seed: cell.seed,
+                    first_index: first as u64,
+                    prompts: None,
+                };
+                let (reply, tokens): (GenerateReply, _) =
+                    call(&model, method::MODEL_GENERATE, &request, &[])?;
+                let seqs = TokenBatch {
+                    lengths: reply.lengths.clone(),
+                }
+                .unpack(&tokens)
+                .map_err(anyhow::Error::msg)?;
+                check_sequences(&seqs, size, cell.length, vocab, "model.generate")?;
+                if reply.samples.len() != size {
+                    anyhow::bail!(
+                        "model.generate returned statistics for {} samples, expected {size}",
+                        reply.samples.len()
+                    );
+                }
+                stats.extend(reply.samples.iter().map(|s| (s.nfe, s.generated_tokens)));
+                batches.push(BatchRecord {
+                    first_index: first as u64,
+                    size,
+                    nfe: reply.batch_nfe,
+                    wall_seconds: reply.wall_seconds,
+                });
+                device = Some(reply.device.clone());
+                sequences.extend(seqs);
+                first += size;
+                events.emit(&Event::Progress {
+                    phase: "generate".into(),
+                    done: first,
+                    total: n,
+                })?;
+            }
+        }
+        (Some(_), None) => anyhow::bail!("a model cell needs a sampler"),
+    }
+    // Score in chunks so progress moves and requests stay small.
+    let mut scores: Vec<SampleScore> = Vec::with_capacity(n);
+    for chunk in sequences.chunks(256) {
+        let (shape, buffer) = TokenBatch::pack(chunk);
+        let (reply, _): (ScoreReply, _) = call(&task, method::TASK_SCORE, &shape, &buffer)?;
+        if reply.scores.len() != chunk.len() {
+            anyhow::bail!(
+                "task.score returned {} scores for {} sequences",
+                reply.scores.len(),
+                chunk.len()
+            );
+        }
+        scores.extend(reply.scores);
+        events.emit(&Event::Progress {
+            phase: "score".into(),
+            done: scores.len(),
+            total: n,
+        })?;
+    }
+    let samples = sequences
+        .into_iter()
+        .zip(scores)
+        .zip(stats)
+        .enumerate()
+        .map(
+            |(i, ((tokens, score), (nfe, generated_tokens)))| WorkerSample {
+                index: i as u64,
+                tokens,
+                score,
+                nfe,
+                generated_tokens,
+            },
+        )
+        .collect();
+    Ok(CellOutput {
+        task_description: description,
+        task_plugin: plugin_id(&task_plugin),
+        model_plugin: model_plugin_id,
+        model_autoregressive,
+        samples,
+        batches,
+        device,
+    })
+}
+
+/// Model outputs are untrusted: check count, length and vocabulary before scoring.
+fn check_sequences(
+    seqs: &[Vec<u32>],
+    n: usize,
+    length: usize,
+    vocab: u32,
+    from: &str,
+) -> Result<()> {
+    if seqs.len() != n {
+        anyhow::bail!("{from} returned {} sequences, expected {n}", seqs.len());
+    }
+    for (i, s) in seqs.iter().enumerate() {
+        if s.len() != length {
+            anyhow::bail!(
+                "{from}: sequence {i} has {} tokens, expected {length}",
+                s.len()
+            );
+        }
+        if let Some(pos) = s.iter().position(|&t| t >= vocab) {
+            anyhow::bail!(
+                "{from}: sequence {i} holds token id {} at position {pos}, outside the task's vocabulary 0..{vocab} (a mask left in the output?)",
+                s[pos]
+            );
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parent side.
+
+/// The executable to start workers from: this binary, unless `DLM_BENCH_WORKER_EXE` says
+/// otherwise (tests that drive the library in-process point it at the real binary).
+pub fn worker_exe() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("DLM_BENCH_WORKER_EXE") {
+        return Ok(PathBuf::from(p));
+    }
+    std::env::current_exe().context("cannot find the dlm-bench executable to start workers")
+}
+
+/// How a worker ended.
+pub enum Outcome {
+    Described(PluginDescriptor),
+    Finished(Box<CellOutput>),
+    /// The job failed; the cause says why (plugin error, crash signal, timeout) and quotes the
+    /// end of the worker's log.
+    Failed(String),
+}
+
+/// Run `job` in a worker process and wait for it, with a wall-clock limit. `scratch` is a
+/// directory for the job, event and log files (named by `name`).
+pub fn run_job(
+    job: &Job,
+    scratch: &Path,
+    name: &str,
+    timeout: Duration,
+    mut on_progress: impl FnMut(&str, usize, usize),
+) -> Result<Outcome> {
+    let job_path = scratch.join(format!("{name}.job.json"));
+    let events_path = scratch.join(format!("{name}.events.jsonl"));
+    let log_path = scratch.join(format!("{name}.log"));
+    std::fs::write(&job_path, serde_json::to_vec(job)?)?;
+    let _ = std::fs::remove_file(&events_path);
+    let log = std::fs::File::create(&log_path)?;
+    let started = Instant::now();
+    let mut child: Child = Command::new(worker_exe()?)
+        .arg("worker")
+        .arg("--job")
+        .arg(&job_path)
+        .arg("--events")
+        .arg(&events_path)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("cannot start a worker process")?;
+    let mut seen_lines = 0usize;
+    let mut last: Option<Event> = None;
+    let status = loop {
+        let exited = child.try_wait()?;
+        // Read any new events (the file only grows).
+        if let Ok(f) = std::fs::File::open(&events_path) {
+            let lines: Vec<String> = std::io::BufReader::new(f)
+                .lines()
+                .map_while(Result::ok)
+                .collect();
+            for line in lines.iter().skip(seen_lines) {
+                match serde_json::from_str::<Event>(line) {
+                    Ok(Event::Progress { phase, done, total }) => on_progress(&phase, done, total),
+                    Ok(e) => last = Some(e),
+                    Err(_) => {} // a line being written; read again next round
+                }
+            }
+            // Only count lines that parsed fully, so a half-written line is re-read.
+            seen_lines = lines
+                .iter()
+                .take_while(|l| serde_json::from_str::<Event>(l).is_ok())
+                .count();
+        }
+        if let Some(status) = exited {
+            break Some(status);
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let tail = log_tail(&log_path, 12);
+    let outcome = match (status, last) {
+        (None, _) => Outcome::Failed(format!(
+            "timed out after {:.0} s (the per-cell limit `timeout_seconds`); worker killed{tail}",
+            timeout.as_secs_f64()
+        )),
+        (Some(_), Some(Event::Described { descriptor })) => Outcome::Described(descriptor),
+        (Some(_), Some(Event::Finished { output })) => Outcome::Finished(output),
+        (Some(_), Some(Event::Failed { message })) => Outcome::Failed(message),
+        (Some(status), _) => Outcome::Failed(format!("worker {}{tail}", describe_exit(status))),
+    };
+    if matches!(outcome, Outcome::Finished(_) | Outcome::Described(_)) {
+        let _ = std::fs::remove_file(&job_path);
+        let _ = std::fs::remove_file(&events_path);
+    }
+    Ok(outcome)
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                6 => " (SIGABRT: the plugin aborted)",
+                9 => " (SIGKILL)",
+                11 => " (SIGSEGV: the plugin crashed)",
+                7 => " (SIGBUS)",
+                4 => " (SIGILL)",
+                8 => " (SIGFPE)",
+                _ => "",
+            };
+            return format!("killed by signal {sig}{name}");
+        }
+    }
+    match status.code() {
+        Some(c) => format!("exited with code {c} without reporting a result"),
+        None => "ended abnormally".to_string(),
+    }
+}
+
+fn log_tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let start = all.len().saturating_sub(lines);
+    format!(
+        "; last log lines ({}):\n  {}",
+        path.display(),
+        all[start..].join("\n  ")
+    )
+}
