@@ -66,7 +66,18 @@ pub fn wilson_ci(k: usize, n: usize) -> (f64, f64) {
     let denom = 1.0 + z2 / n;
     let center = (p + z2 / (2.0 * n)) / denom;
     let half = Z95 / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((center - half).max(0.0), (center + half).min(1.0))
+    // At the boundaries the interval closes exactly (the formula leaves rounding residue).
+    let lo = if k == 0.0 {
+        0.0
+    } else {
+        (center - half).max(0.0)
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        (center + half).min(1.0)
+    };
+    (lo, hi)
 }
 
 /// Entropy (nats) of the token histogram of one sequence.
@@ -74,7 +85,8 @@ pub fn unigram_entropy(tokens: &[u32]) -> f64 {
     if tokens.is_empty() {
         return 0.0;
     }
-    let mut counts: HashMap<u32, usize> = HashMap::new();
+    // Ordered map: a fixed summation order keeps the result bit-for-bit reproducible.
+    let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
     for &t in tokens {
         *counts.entry(t).or_default() += 1;
     }

@@ -414,7 +414,13 @@ pub fn run_job(
     let _ = std::fs::remove_file(&events_path);
     let log = std::fs::File::create(&log_path)?;
     let started = Instant::now();
-    let mut child: Child = Command::new(worker_exe()?)
+    let mut command = Command::new(worker_exe()?);
+    // Symbolising a panic backtrace of a large plugin can outlast a cell's time limit, and the
+    // panic message already reaches the report; opt back in with DLM_BENCH_WORKER_BACKTRACE=1.
+    if std::env::var_os("DLM_BENCH_WORKER_BACKTRACE").is_none() {
+        command.env("RUST_BACKTRACE", "0");
+    }
+    let mut child: Child = command
         .arg("worker")
         .arg("--job")
         .arg(&job_path)

@@ -1,0 +1,64 @@
+//! Helpers shared by the integration tests: run the real `dlm-bench` binary, which loads the
+//! real plugin libraries (built by the harness itself, in the debug profile to reuse this
+//! test build's dependencies).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh directory under cargo's per-test temporary folder (inside the workspace, so suites
+/// written there can name workspace plugin crates).
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dlm-bench"));
+    cmd.current_dir(root())
+        .env("DLM_BENCH_PLUGIN_PROFILE", "debug")
+        .env("DLM_BENCH_LOG", "warn");
+    cmd
+}
+
+pub fn run(args: &[&str]) -> Output {
+    command().args(args).output().expect("dlm-bench starts")
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn summary(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary is JSON")
+}
+
+pub fn cell<'a>(
+    summary: &'a [serde_json::Value],
+    task: &str,
+    model: &str,
+    sampler: Option<&str>,
+    steps: Option<u64>,
+) -> &'a serde_json::Value {
+    summary
+        .iter()
+        .find(|c| {
+            c["task"] == task
+                && c["model"] == model
+                && sampler.is_none_or(|s| c["sampler"] == s)
+                && steps.is_none_or(|s| c["steps"] == s)
+        })
+        .unwrap_or_else(|| panic!("no cell {task}/{model}/{sampler:?}/{steps:?}"))
+}
