@@ -290,15 +290,8 @@ impl Suite {
         let options = marked_yaml::LoaderOptions::default()
             .error_on_duplicate_keys(true)
             .prevent_coercion(true);
-        let node = marked_yaml::parse_yaml_with_options(0, &source.text, options).map_err(|e| {
-            // LoadError's Display starts with `line:column:` when it has a position.
-            SuiteError {
-                location: None,
-                file: path.to_owned(),
-                message: format!("invalid YAML at {e}"),
-                snippet: None,
-            }
-        })?;
+        let node = marked_yaml::parse_yaml_with_options(0, &source.text, options)
+            .map_err(|e| load_error(&source, e))?;
         let raw: RawSuite = marked_yaml::from_node(&node).map_err(|e| {
             let span = match (e.start_mark(), &*e) {
                 (Some(m), _) => marked_yaml::Span::new_start(m),
@@ -584,6 +577,35 @@ impl Suite {
         }
         cells
     }
+}
+
+/// A YAML syntax error, located.
+fn load_error(source: &SuiteSource, e: marked_yaml::LoadError) -> SuiteError {
+    use marked_yaml::LoadError as L;
+    #[allow(deprecated)] // ScanError::description is yaml-rust's only access to the bare message
+    let (marker, message) = match &e {
+        L::TopLevelMustBeMapping(m) => (
+            *m,
+            "the top level must be a mapping of suite keys".to_string(),
+        ),
+        L::TopLevelMustBeSequence(m) => (*m, "the top level must be a sequence".to_string()),
+        L::UnexpectedAnchor(m) => (
+            *m,
+            "YAML anchors and aliases are not supported in suites".to_string(),
+        ),
+        L::MappingKeyMustBeScalar(m) => (*m, "mapping keys must be plain strings".to_string()),
+        L::UnexpectedTag(m) => (*m, "YAML tags are not supported in suites".to_string()),
+        L::ScanError(m, err) => (*m, std::error::Error::description(err).to_string()),
+        L::DuplicateKey(inner) => match inner.key.span().start() {
+            Some(m) => (*m, format!("duplicate key `{}`", inner.key.as_str())),
+            None => return SuiteError::whole_file(&source.path, format!("invalid YAML: {e}")),
+        },
+    };
+    SuiteError::at(
+        source,
+        &marked_yaml::Span::new_start(marker),
+        format!("invalid YAML: {message}"),
+    )
 }
 
 /// Span of the first mapping key named `key`, depth first.
