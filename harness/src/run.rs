@@ -271,7 +271,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             Some(cause) => Outcome::Failed(cause),
             None => {
                 let job = Job::Cell {
-                    cell: cell.clone(),
+                    cell: Box::new(cell.clone()),
                     task_library: task_lib.clone(),
                     model_library: model_lib,
                 };

@@ -26,7 +26,7 @@ pub enum Job {
     Describe { library: PathBuf },
     /// Run one cell.
     Cell {
-        cell: CellSpec,
+        cell: Box<CellSpec>,
         task_library: PathBuf,
         model_library: Option<PathBuf>,
     },
@@ -108,7 +108,7 @@ pub fn worker_main(job_path: &Path, events_path: &Path) -> Result<i32> {
             cell,
             task_library,
             model_library,
-        } => run_cell(cell, task_library, model_library.as_deref(), &mut events).map(|output| {
+        } => run_cell(cell.as_ref(), task_library, model_library.as_deref(), &mut events).map(|output| {
             Event::Finished {
                 output: Box::new(output),
             }

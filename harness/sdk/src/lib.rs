@@ -21,6 +21,11 @@
 
 pub mod sampler;
 
+/// The README's plugin example, compiled and run as a doctest so it stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub use dlm_plugin_api::protocol::*;
 use dlm_plugin_api::PluginInstance;
 pub use dlm_plugin_api::API_VERSION;

@@ -368,8 +368,8 @@ mod tests {
                 let row = &tokens[b * length..(b + 1) * length];
                 let allowed = |j: usize, x: usize| row[j] as usize == v || row[j] as usize == x;
                 let mut fwd = vec![0.0; length * v];
-                for x in 0..v {
-                    fwd[x] = if allowed(0, x) { self.init[x] } else { 0.0 };
+                for (x, f) in fwd.iter_mut().take(v).enumerate() {
+                    *f = if allowed(0, x) { self.init[x] } else { 0.0 };
                 }
                 for j in 1..length {
                     for y in 0..v {
