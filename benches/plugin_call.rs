@@ -18,7 +18,9 @@ fn formal_library() -> PathBuf {
         .status()
         .expect("cargo runs");
     assert!(status.success(), "building dlm-formal failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
     target.join("release").join(format!(
         "{}dlm_formal{}",
         std::env::consts::DLL_PREFIX,
@@ -30,7 +32,11 @@ fn bench(c: &mut Criterion) {
     let library = formal_library();
     let plugin = LoadedPlugin::load(&library).expect("dlm-formal loads");
     let task = plugin
-        .open(ComponentKind::Task, "ngram", r#"{"order": 2, "variant": "ser"}"#)
+        .open(
+            ComponentKind::Task,
+            "ngram",
+            r#"{"order": 2, "variant": "ser"}"#,
+        )
         .expect("task opens");
     let describe = serde_json::to_string(&DescribeTaskRequest { length: 64 }).unwrap();
     // Warm the task's description cache so the call measures the boundary, not the entropy.
@@ -52,13 +58,27 @@ fn bench(c: &mut Criterion) {
     std::env::set_var("DLM_BENCH_WORKER_EXE", env!("CARGO_BIN_EXE_dlm-bench"));
     let scratch = std::env::temp_dir().join(format!("dlm-bench-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    let job = Job::Describe { library: library.clone() };
+    let job = Job::Describe {
+        library: library.clone(),
+    };
     let mut group = c.benchmark_group("worker");
-    group.sample_size(20).measurement_time(Duration::from_secs(5));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(5));
     group.bench_function("start-up: spawn + load plugin + describe", |b| {
-        b.iter(|| match run_job(&job, &scratch, "bench", Duration::from_secs(30), |_, _, _| {}).unwrap() {
-            Outcome::Described(_) => {}
-            _ => panic!("describe failed"),
+        b.iter(|| {
+            match run_job(
+                &job,
+                &scratch,
+                "bench",
+                Duration::from_secs(30),
+                |_, _, _| {},
+            )
+            .unwrap()
+            {
+                Outcome::Described(_) => {}
+                _ => panic!("describe failed"),
+            }
         })
     });
     group.finish();

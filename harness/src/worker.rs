@@ -108,10 +108,14 @@ pub fn worker_main(job_path: &Path, events_path: &Path) -> Result<i32> {
             cell,
             task_library,
             model_library,
-        } => run_cell(cell.as_ref(), task_library, model_library.as_deref(), &mut events).map(|output| {
-            Event::Finished {
-                output: Box::new(output),
-            }
+        } => run_cell(
+            cell.as_ref(),
+            task_library,
+            model_library.as_deref(),
+            &mut events,
+        )
+        .map(|output| Event::Finished {
+            output: Box::new(output),
         }),
     };
     match result {
