@@ -1,38 +1,79 @@
 //! Shared samplers, step accounting and timing.
 //!
 //! Every sample owns a random stream derived from `(seed, sample index)` alone
-//! ([`sample_rng`]), and every random draw a sampler makes for a sample comes from that stream in
-//! a fixed order, so a sample's tokens do not depend on the batch size or on sharding.
-//! Categorical draws are made in f64 by inverse CDF ([`categorical`]).
+//! ([`sample_rng`]); every draw a sampler makes for a sample comes from that stream in a fixed
+//! order (positions left to right), so a sample's tokens do not depend on the batch size or on
+//! sharding. Categorical draws are made in f64 by inverse CDF ([`categorical`]).
 //!
-//! ## Samplers and the meaning of `steps`
-//! * `ddpm` — MDLM ancestral sampling. Time runs on the grid `t_i = 1 − i/steps`; at the step
-//!   from `t` to `s` each still-masked position unmasks with probability
-//!   `(α_s − α_t)/(1 − α_t)` and, if it does, draws its token from the denoiser's distribution.
-//!   The last step reaches `s = 0`, where that probability is 1, so no mask survives and no
-//!   separate noise-removal pass is needed. One network call per step while any position of the
-//!   batch is still masked.
-//! * `ddpm_cache` — identical draws, but the network is only called again after some token of
-//!   the batch changed (MDLM's `ddpm_cache`; valid only for time-independent denoisers, refused
-//!   for time-conditioned ones). Its tokens equal `ddpm`'s for the same seed; NFE ≤ min(steps, L).
-//! * `left_to_right` — one position per step, in order, each drawn from the denoiser's
-//!   conditional given the prefix (the "AR-style MDM" baseline). `steps` must equal the length.
+//! # The meaning of `steps`
+//! `steps` is the **total number of denoising steps across the whole sequence**, all blocks
+//! included. With semi-autoregressive blocks (`block_length` < L) the steps are split over the
+//! blocks as evenly as possible (earlier blocks get the remainder); every block needs at least
+//! one step. Inside a block of `M` masked positions and `S` steps, step `k` has the quota
+//! `⌊M/S⌋ + [k < M mod S]` (LLaDA's `get_num_transfer_tokens`), so the quotas always sum to `M`
+//! and no mask survives the last step — no separate noise-removal pass is ever needed.
+//! * Fixed-quota rules (`low_confidence`, `random`) commit exactly the quota.
+//! * Adaptive rules (`threshold`, `factor`, `eb`) commit what their rule accepts, but never fewer
+//!   than the quota: `steps` is their step budget, and they may finish a block early. With
+//!   `steps = L` the quota is one token, which is the anchors' "at least one token per step".
+//! * `ddpm`/`ddpm_cache` use `steps` as the time grid of each block (positions unmask at random,
+//!   Binomially); the grid ends at `t = 0` where every remaining position unmasks.
+//! * `left_to_right` takes exactly `L` steps (one position per step).
+//! * `ar` (autoregressive models) takes exactly `L` steps.
 //!
-//! Schedules (`schedule`): `loglinear` (MDLM default, `α_t = 1 − t`) and `cosine`
-//! (`α_t = cos(πt/2)`).
+//! # Samplers
+//! * `ddpm` — MDLM ancestral: from `t` to `s` each masked position unmasks with probability
+//!   `(α_s − α_t)/(1 − α_t)` and then draws its token from the denoiser's distribution.
+//! * `ddpm_cache` — the same draws; the network is called again only after some token of the
+//!   batch changed (valid only for time-independent denoisers; refused otherwise). Identical
+//!   tokens to `ddpm` for the same seed, NFE ≤ min(steps, L).
+//! * `low_confidence` / `random` — LLaDA remasking: draw `x0` at every masked position of the
+//!   block, commit the quota with the highest confidence `p(x0)` (untempered) or with the
+//!   highest uniform score; the rest stay masked.
+//! * `threshold` — Fast-dLLM: commit the top-1 and every position with `p(x0) ≥ tau`.
+//! * `factor` — Fast-dLLM's factor rule: sort confidences `c(1) ≥ c(2) ≥ …`, commit the longest
+//!   prefix with `c(k) ≥ 1 − factor/(k+1)` for every `k` in it (rank 1 always). We implement
+//!   the stated rule; the anchors' code also accepts everything when only the last rank fails.
+//! * `eb` — entropy-bounded unmasking: order the masked positions by an error proxy
+//!   (`entropy`, `confidence` = −max p, `margin` = −(p1 − p2)), commit the longest prefix whose
+//!   entropies satisfy `Σ H − max H ≤ gamma`. As in the anchors, `gamma = 0` commits every
+//!   zero-entropy position plus one more, so one token per step on full-support distributions.
+//! * `left_to_right` — one position per step, in order, from the denoiser's conditional given
+//!   the prefix (the "AR-style MDM" baseline).
+//! * `ar` — ancestral sampling of an [`Autoregressive`] model, one token per call; the model's
+//!   `next` receives only the newly appended tokens, which is the hook for a KV cache.
 //!
-//! ## Accounting
-//! `batch_nfe` counts the network calls actually made for the batch. A sample's `nfe` counts the
-//! calls that sample needed on its own (for `ddpm_cache`: the first call plus one after each step
-//! in which one of *its* tokens changed), so it does not depend on who shared its batch.
+//! Parameters (`params:` in a suite): `temperature` (default 1; 0 = argmax), `top_k`, `top_p`
+//! (applied to the distribution `x0` is drawn from), `block_length` (default L), `tau`
+//! (`threshold`, default 0.9), `factor` (`factor`, default 1.0), `gamma` and `proxy` (`eb`,
+//! defaults 0.1 and `entropy`). Schedules (`ddpm*` only): `loglinear` (default, `α = 1 − t`),
+//! `linear` (MDLM: `α = exp(−(σmin + t(σmax − σmin)))`, σ 1e-4…20), `cosine` (`α = cos(πt/2)`).
+//!
+//! # Accounting
+//! `batch_nfe` counts network calls actually made for the batch. A sample's `nfe` counts the
+//! calls that sample needed on its own: calls made while it still had masked positions, and for
+//! `ddpm_cache` only the first one plus one after each step that changed one of *its* tokens —
+//! so it does not depend on who shared its batch.
 
 use crate::{Denoiser, GenerateReply, GenerateRequest, PluginError, Result, SampleStats};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::ops::Range;
 use std::time::Instant;
 
-/// Sampler names the SDK implements.
-pub const SAMPLERS: &[&str] = &["ddpm", "ddpm_cache", "left_to_right"];
+/// Sampler names for denoisers.
+pub const SAMPLERS: &[&str] = &[
+    "ddpm",
+    "ddpm_cache",
+    "low_confidence",
+    "random",
+    "threshold",
+    "factor",
+    "eb",
+    "left_to_right",
+];
 
 /// The random stream of one sample: depends only on the run seed and the sample's global index.
 pub fn sample_rng(seed: u64, index: u64) -> ChaCha8Rng {
@@ -65,10 +106,11 @@ pub fn categorical<R: Rng + ?Sized>(weights: &[f64], rng: &mut R) -> Result<usiz
     Ok(last_positive)
 }
 
-/// A noise schedule as the clean-token probability `α(t)`, `α(0) = 1`, `α(1) = 0`.
+/// A noise schedule as the clean-token probability `α(t)`, `α(0) = 1`, `α(1) ≈ 0`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Schedule {
     LogLinear,
+    Linear,
     Cosine,
 }
 
@@ -76,28 +118,240 @@ impl Schedule {
     pub fn parse(name: Option<&str>) -> Result<Schedule> {
         match name.unwrap_or("loglinear") {
             "loglinear" => Ok(Schedule::LogLinear),
+            "linear" => Ok(Schedule::Linear),
             "cosine" => Ok(Schedule::Cosine),
             other => Err(PluginError(format!(
-                "unknown schedule `{other}`; known schedules: loglinear, cosine"
+                "unknown schedule `{other}`; known schedules: loglinear, linear, cosine"
             ))),
         }
     }
 
     pub fn alpha(self, t: f64) -> f64 {
+        const SIGMA_MIN: f64 = 1e-4;
+        const SIGMA_MAX: f64 = 20.0;
         match self {
             Schedule::LogLinear => 1.0 - t,
+            Schedule::Linear if t <= 0.0 => 1.0,
+            Schedule::Linear => (-(SIGMA_MIN + t * (SIGMA_MAX - SIGMA_MIN))).exp(),
             Schedule::Cosine => (std::f64::consts::FRAC_PI_2 * t).cos(),
         }
     }
 
     /// Probability that a position masked at time `t` is unmasked by time `s < t`.
     pub fn unmask_probability(self, t: f64, s: f64) -> f64 {
-        let (at, as_) = (self.alpha(t), self.alpha(s));
         if s <= 0.0 {
             return 1.0;
         }
+        let (at, as_) = (self.alpha(t), self.alpha(s));
         ((as_ - at) / (1.0 - at)).clamp(0.0, 1.0)
     }
+}
+
+/// LLaDA's per-step quotas: `m` tokens over `steps` steps, summing to `m`.
+pub fn quotas(m: usize, steps: usize) -> Vec<usize> {
+    let steps = steps.max(1);
+    (0..steps)
+        .map(|k| m / steps + usize::from(k < m % steps))
+        .collect()
+}
+
+/// Split `steps` over `blocks` blocks (earlier blocks take the remainder); each needs ≥ 1.
+pub fn split_steps(steps: usize, blocks: usize) -> Result<Vec<usize>> {
+    if steps < blocks {
+        return Err(PluginError(format!(
+            "{steps} steps cannot cover {blocks} blocks: every block needs at least one step (steps is the total across blocks); raise steps or block_length"
+        )));
+    }
+    Ok(quotas(steps, blocks))
+}
+
+/// Consecutive blocks of `block_length` positions covering `start..length`.
+pub fn blocks(start: usize, length: usize, block_length: usize) -> Vec<Range<usize>> {
+    let bl = block_length.max(1);
+    (start..length)
+        .step_by(bl)
+        .map(|b| b..(b + bl).min(length))
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Proxy {
+    Entropy,
+    Confidence,
+    Margin,
+}
+
+/// Sampler parameters with their defaults.
+#[derive(Debug, Clone)]
+struct Params {
+    temperature: f64,
+    top_k: Option<usize>,
+    top_p: Option<f64>,
+    block_length: Option<usize>,
+    tau: f64,
+    factor: f64,
+    gamma: f64,
+    proxy: Proxy,
+}
+
+fn known_params(sampler: &str) -> &'static [&'static str] {
+    match sampler {
+        "ddpm" | "ddpm_cache" | "low_confidence" | "random" => {
+            &["temperature", "top_k", "top_p", "block_length"]
+        }
+        "threshold" => &["temperature", "top_k", "top_p", "block_length", "tau"],
+        "factor" => &["temperature", "top_k", "top_p", "block_length", "factor"],
+        "eb" => &[
+            "temperature",
+            "top_k",
+            "top_p",
+            "block_length",
+            "gamma",
+            "proxy",
+        ],
+        "left_to_right" | "ar" => &["temperature", "top_k", "top_p"],
+        _ => &[],
+    }
+}
+
+fn parse_params(sampler: &str, raw: &BTreeMap<String, Value>) -> Result<Params> {
+    let known = known_params(sampler);
+    for k in raw.keys() {
+        if !known.contains(&k.as_str()) {
+            return Err(PluginError(format!(
+                "sampler `{sampler}` has no parameter `{k}`; its parameters: {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+    }
+    let num = |k: &str, default: f64| -> Result<f64> {
+        match raw.get(k) {
+            None => Ok(default),
+            Some(v) => v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
+                PluginError(format!("sampler parameter `{k}` must be a number, got {v}"))
+            }),
+        }
+    };
+    let count = |k: &str| -> Result<Option<usize>> {
+        match raw.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .filter(|&x| x > 0)
+                .map(|x| Some(x as usize))
+                .ok_or_else(|| {
+                    PluginError(format!(
+                        "sampler parameter `{k}` must be a positive integer, got {v}"
+                    ))
+                }),
+        }
+    };
+    let temperature = num("temperature", 1.0)?;
+    if temperature < 0.0 {
+        return Err(PluginError(
+            "temperature must be ≥ 0 (0 means argmax)".into(),
+        ));
+    }
+    let top_p = match raw.get("top_p") {
+        None => None,
+        Some(_) => {
+            let p = num("top_p", 1.0)?;
+            if !(p > 0.0 && p <= 1.0) {
+                return Err(PluginError(format!("top_p must be in (0, 1], got {p}")));
+            }
+            Some(p)
+        }
+    };
+    let gamma = num("gamma", 0.1)?;
+    if gamma < 0.0 {
+        return Err(PluginError(format!("gamma must be ≥ 0, got {gamma}")));
+    }
+    let proxy = match raw.get("proxy").map(|v| v.as_str()) {
+        None => Proxy::Entropy,
+        Some(Some("entropy")) => Proxy::Entropy,
+        Some(Some("confidence")) => Proxy::Confidence,
+        Some(Some("margin")) => Proxy::Margin,
+        Some(_) => {
+            return Err(PluginError(
+                "proxy must be one of: entropy, confidence, margin".into(),
+            ))
+        }
+    };
+    Ok(Params {
+        temperature,
+        top_k: count("top_k")?,
+        top_p,
+        block_length: count("block_length")?,
+        tau: num("tau", 0.9)?,
+        factor: num("factor", 1.0)?,
+        gamma,
+        proxy,
+    })
+}
+
+/// The distribution `x0` is drawn from: temperature, then top-k, then top-p; `temperature = 0`
+/// puts all mass on the argmax (first index on ties).
+fn shape_distribution(p: &[f64], params: &Params, out: &mut Vec<f64>) {
+    out.clear();
+    if params.temperature == 0.0 {
+        let best = argmax(p);
+        out.extend((0..p.len()).map(|i| if i == best { 1.0 } else { 0.0 }));
+        return;
+    }
+    if params.temperature == 1.0 {
+        out.extend_from_slice(p);
+    } else {
+        let inv = 1.0 / params.temperature;
+        out.extend(p.iter().map(|&x| if x > 0.0 { x.powf(inv) } else { 0.0 }));
+    }
+    if params.top_k.is_none() && params.top_p.is_none() {
+        return;
+    }
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by(|&a, &b| out[b].total_cmp(&out[a]).then(a.cmp(&b)));
+    let total: f64 = out.iter().sum();
+    let mut keep = order.len();
+    if let Some(k) = params.top_k {
+        keep = keep.min(k);
+    }
+    if let Some(tp) = params.top_p {
+        let mut acc = 0.0;
+        for (i, &j) in order.iter().enumerate() {
+            acc += out[j] / total;
+            if acc >= tp {
+                keep = keep.min(i + 1);
+                break;
+            }
+        }
+    }
+    for &j in &order[keep..] {
+        out[j] = 0.0;
+    }
+}
+
+fn argmax(p: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, &x) in p.iter().enumerate() {
+        if x > p[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+fn entropy(p: &[f64]) -> f64 {
+    let total: f64 = p.iter().sum();
+    p.iter()
+        .filter(|&&x| x > 0.0)
+        .map(|&x| {
+            let q = x / total;
+            -q * q.ln()
+        })
+        .sum()
 }
 
 /// Generate a batch with the sampler the request names.
@@ -105,42 +359,35 @@ pub fn generate<D: Denoiser + ?Sized>(
     denoiser: &mut D,
     request: &GenerateRequest,
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
-    let batch = request.batch_size;
-    let length = request.length;
+    let (batch, length) = (request.batch_size, request.length);
     if batch == 0 || length == 0 {
         return Err(PluginError(format!(
             "batch size and length must be positive (got batch {batch}, length {length})"
         )));
     }
+    let spec = &request.sampler;
+    if !SAMPLERS.contains(&spec.name.as_str()) {
+        return Err(PluginError(format!(
+            "unknown sampler `{}` for a denoiser; this SDK provides: {}",
+            spec.name,
+            SAMPLERS.join(", ")
+        )));
+    }
+    let params = parse_params(&spec.name, &spec.params)?;
     let vocab = denoiser.vocab_size();
-    let mask = vocab as u32;
-    let mut canvas = Canvas::new(batch, length, mask, request.prompts.as_deref())?;
+    let mut canvas = Canvas::new(batch, length, vocab as u32, request.prompts.as_deref())?;
     let mut rngs: Vec<ChaCha8Rng> = (0..batch as u64)
         .map(|i| sample_rng(request.seed, request.first_index + i))
         .collect();
-    let spec = &request.sampler;
     let start = Instant::now();
-    let (batch_nfe, per_sample_nfe) = match spec.name.as_str() {
-        "ddpm" | "ddpm_cache" => {
-            let cache = spec.name == "ddpm_cache";
-            if cache && denoiser.time_conditioned() {
-                return Err(PluginError(
-                    "ddpm_cache reuses network outputs across time steps, which is only valid for a time-independent denoiser; this model is time-conditioned: use `ddpm`".into(),
-                ));
-            }
-            if spec.steps == 0 {
-                return Err(PluginError(format!("{} needs steps ≥ 1", spec.name)));
-            }
-            let schedule = Schedule::parse(spec.schedule.as_deref())?;
-            masked_diffusion(
-                denoiser,
-                &mut canvas,
-                &mut rngs,
-                spec.steps,
-                schedule,
-                cache,
-            )?
-        }
+    let mut run = Run {
+        denoiser,
+        probs: vec![0.0; batch * length * vocab],
+        batch_nfe: 0,
+        sample_nfe: vec![0; batch],
+        vocab,
+    };
+    match spec.name.as_str() {
         "left_to_right" => {
             if spec.steps != length {
                 return Err(PluginError(format!(
@@ -148,18 +395,52 @@ pub fn generate<D: Denoiser + ?Sized>(
                     spec.steps
                 )));
             }
-            left_to_right(denoiser, &mut canvas, &mut rngs)?
+            run.left_to_right(&mut canvas, &mut rngs, &params)?;
         }
-        other => {
-            return Err(PluginError(format!(
-                "unknown sampler `{other}`; this SDK provides: {}",
-                SAMPLERS.join(", ")
-            )))
+        name => {
+            if spec.steps == 0 {
+                return Err(PluginError(format!("{name} needs steps ≥ 1")));
+            }
+            let first = canvas.prompt_len.iter().copied().min().unwrap_or(0);
+            let block_list = blocks(first, length, params.block_length.unwrap_or(length));
+            let steps = split_steps(spec.steps, block_list.len())?;
+            match name {
+                "ddpm" | "ddpm_cache" => {
+                    let cache = name == "ddpm_cache";
+                    if cache && run.denoiser.time_conditioned() {
+                        return Err(PluginError(
+                            "ddpm_cache reuses network outputs across time steps, which is only valid for a time-independent denoiser; this model is time-conditioned: use `ddpm`".into(),
+                        ));
+                    }
+                    let schedule = Schedule::parse(spec.schedule.as_deref())?;
+                    for (range, s) in block_list.iter().zip(steps) {
+                        run.masked_diffusion(
+                            &mut canvas,
+                            &mut rngs,
+                            range.clone(),
+                            s,
+                            schedule,
+                            cache,
+                            &params,
+                        )?;
+                    }
+                }
+                rule => {
+                    if spec.schedule.is_some() {
+                        return Err(PluginError(format!(
+                            "sampler `{rule}` uses fixed per-step quotas; `schedule` applies only to ddpm and ddpm_cache"
+                        )));
+                    }
+                    for (range, s) in block_list.iter().zip(steps) {
+                        run.remasking(&mut canvas, &mut rngs, range.clone(), s, rule, &params)?;
+                    }
+                }
+            }
         }
-    };
-    denoiser.synchronize();
+    }
+    run.denoiser.synchronize();
     let wall_seconds = start.elapsed().as_secs_f64();
-    if canvas.tokens.contains(&mask) {
+    if canvas.tokens.contains(&canvas.mask) {
         return Err(PluginError(format!(
             "sampler `{}` left masked positions in its output (a bug in the sampler)",
             spec.name
@@ -167,7 +448,7 @@ pub fn generate<D: Denoiser + ?Sized>(
     }
     let samples = (0..batch)
         .map(|b| SampleStats {
-            nfe: per_sample_nfe[b],
+            nfe: run.sample_nfe[b],
             generated_tokens: (length - canvas.prompt_len[b]) as u64,
         })
         .collect();
@@ -177,9 +458,9 @@ pub fn generate<D: Denoiser + ?Sized>(
         GenerateReply {
             lengths: vec![length; batch],
             samples,
-            batch_nfe,
+            batch_nfe: run.batch_nfe,
             wall_seconds,
-            device: denoiser.device(),
+            device: run.denoiser.device(),
         },
     ))
 }
@@ -229,302 +510,364 @@ impl Canvas {
         })
     }
 
-    fn row_has_mask(&self, b: usize) -> bool {
-        self.tokens[b * self.length..(b + 1) * self.length].contains(&self.mask)
+    fn masked_in(&self, b: usize, range: &Range<usize>) -> Vec<usize> {
+        range
+            .clone()
+            .filter(|&j| self.tokens[b * self.length + j] == self.mask)
+            .collect()
     }
 }
 
-fn masked_diffusion<D: Denoiser + ?Sized>(
-    denoiser: &mut D,
-    canvas: &mut Canvas,
-    rngs: &mut [ChaCha8Rng],
-    steps: usize,
-    schedule: Schedule,
-    cache: bool,
-) -> Result<(u64, Vec<u64>)> {
-    let (batch, length, vocab) = (canvas.batch, canvas.length, denoiser.vocab_size());
-    let mut probs = vec![0.0f64; batch * length * vocab];
-    let mut batch_nfe = 0u64;
-    let mut sample_nfe = vec![0u64; batch];
-    // Whether a sample's tokens changed since the network last saw them (true: nothing seen yet).
-    let mut stale = vec![true; batch];
-    let mut have_output = false;
-    for i in 0..steps {
-        let t = 1.0 - i as f64 / steps as f64;
-        let s = 1.0 - (i + 1) as f64 / steps as f64;
-        let active: Vec<bool> = (0..batch).map(|b| canvas.row_has_mask(b)).collect();
-        if !active.iter().any(|&a| a) {
-            break;
-        }
-        let must_call = !cache || !have_output || (0..batch).any(|b| active[b] && stale[b]);
-        if must_call {
-            denoiser.denoise(&canvas.tokens, batch, length, t, &mut probs)?;
-            batch_nfe += 1;
-            have_output = true;
-            for b in 0..batch {
-                if active[b] && (!cache || stale[b]) {
-                    sample_nfe[b] += 1;
+/// One generate call's state: the denoiser, its output buffer and the NFE counters.
+struct Run<'a, D: Denoiser + ?Sized> {
+    denoiser: &'a mut D,
+    probs: Vec<f64>,
+    batch_nfe: u64,
+    sample_nfe: Vec<u64>,
+    vocab: usize,
+}
+
+impl<D: Denoiser + ?Sized> Run<'_, D> {
+    fn call(&mut self, canvas: &Canvas, t: f64) -> Result<()> {
+        self.denoiser.denoise(
+            &canvas.tokens,
+            canvas.batch,
+            canvas.length,
+            t,
+            &mut self.probs,
+        )?;
+        self.batch_nfe += 1;
+        Ok(())
+    }
+
+    fn dist(&self, canvas: &Canvas, b: usize, j: usize) -> &[f64] {
+        let at = b * canvas.length + j;
+        &self.probs[at * self.vocab..(at + 1) * self.vocab]
+    }
+
+    fn draw(
+        &self,
+        canvas: &Canvas,
+        b: usize,
+        j: usize,
+        params: &Params,
+        rng: &mut ChaCha8Rng,
+        scratch: &mut Vec<f64>,
+    ) -> Result<u32> {
+        shape_distribution(self.dist(canvas, b, j), params, scratch);
+        categorical(scratch, rng)
+            .map(|x| x as u32)
+            .map_err(|e| PluginError(format!("sample {b}, position {j}: {}", e.0)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn masked_diffusion(
+        &mut self,
+        canvas: &mut Canvas,
+        rngs: &mut [ChaCha8Rng],
+        range: Range<usize>,
+        steps: usize,
+        schedule: Schedule,
+        cache: bool,
+        params: &Params,
+    ) -> Result<()> {
+        let batch = canvas.batch;
+        // Whether a sample's tokens changed since the network last saw them.
+        let mut stale = vec![true; batch];
+        let mut have_output = false;
+        let mut scratch = Vec::with_capacity(self.vocab);
+        for i in 0..steps {
+            let t = 1.0 - i as f64 / steps as f64;
+            let s = 1.0 - (i + 1) as f64 / steps as f64;
+            let active: Vec<bool> = (0..batch)
+                .map(|b| !canvas.masked_in(b, &range).is_empty())
+                .collect();
+            if !active.iter().any(|&a| a) {
+                break;
+            }
+            if !cache || !have_output || (0..batch).any(|b| active[b] && stale[b]) {
+                self.call(canvas, t)?;
+                have_output = true;
+                for b in 0..batch {
+                    if active[b] && (!cache || stale[b]) {
+                        self.sample_nfe[b] += 1;
+                    }
+                    stale[b] = false;
                 }
-                stale[b] = false;
             }
-        }
-        let p_unmask = schedule.unmask_probability(t, s);
-        for b in 0..batch {
-            if !active[b] {
-                continue;
-            }
-            let rng = &mut rngs[b];
-            for j in 0..length {
-                let at = b * length + j;
-                if canvas.tokens[at] != canvas.mask {
+            let p_unmask = schedule.unmask_probability(t, s);
+            for b in 0..batch {
+                if !active[b] {
                     continue;
                 }
-                if rng.random::<f64>() < p_unmask {
-                    let dist = &probs[at * vocab..(at + 1) * vocab];
-                    let token = categorical(dist, rng)
-                        .map_err(|e| PluginError(format!("sample {b}, position {j}: {}", e.0)))?;
-                    canvas.tokens[at] = token as u32;
-                    stale[b] = true;
+                for j in canvas.masked_in(b, &range) {
+                    if rngs[b].random::<f64>() < p_unmask {
+                        let token = self.draw(canvas, b, j, params, &mut rngs[b], &mut scratch)?;
+                        canvas.tokens[b * canvas.length + j] = token;
+                        stale[b] = true;
+                    }
                 }
             }
         }
+        Ok(())
     }
-    Ok((batch_nfe, sample_nfe))
+
+    fn remasking(
+        &mut self,
+        canvas: &mut Canvas,
+        rngs: &mut [ChaCha8Rng],
+        range: Range<usize>,
+        steps: usize,
+        rule: &str,
+        params: &Params,
+    ) -> Result<()> {
+        let batch = canvas.batch;
+        // Per-step quotas of every row, transposed to step-major: step_quotas[k][b].
+        let row_quotas: Vec<Vec<usize>> = (0..batch)
+            .map(|b| quotas(canvas.masked_in(b, &range).len(), steps))
+            .collect();
+        let step_quotas: Vec<Vec<usize>> = (0..steps)
+            .map(|k| row_quotas.iter().map(|q| q[k]).collect())
+            .collect();
+        let mut scratch = Vec::with_capacity(self.vocab);
+        for (k, quota_k) in step_quotas.iter().enumerate() {
+            let masked: Vec<Vec<usize>> = (0..batch).map(|b| canvas.masked_in(b, &range)).collect();
+            if masked.iter().all(Vec::is_empty) {
+                break;
+            }
+            let t = 1.0 - k as f64 / steps as f64;
+            self.call(canvas, t)?;
+            for b in 0..batch {
+                let positions = &masked[b];
+                if positions.is_empty() {
+                    continue;
+                }
+                self.sample_nfe[b] += 1;
+                // Draw x0 everywhere first (fixed order), then score and select.
+                let mut x0 = Vec::with_capacity(positions.len());
+                for &j in positions {
+                    x0.push(self.draw(canvas, b, j, params, &mut rngs[b], &mut scratch)?);
+                }
+                let quota = quota_k[b].min(positions.len());
+                let chosen =
+                    self.select(canvas, b, positions, &x0, quota, rule, params, &mut rngs[b]);
+                for i in chosen {
+                    canvas.tokens[b * canvas.length + positions[i]] = x0[i];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Indices into `positions` to commit this step.
+    #[allow(clippy::too_many_arguments)]
+    fn select(
+        &self,
+        canvas: &Canvas,
+        b: usize,
+        positions: &[usize],
+        x0: &[u32],
+        quota: usize,
+        rule: &str,
+        params: &Params,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<usize> {
+        let n = positions.len();
+        let confidence = |i: usize| self.dist(canvas, b, positions[i])[x0[i] as usize];
+        // Ranking score (higher first) and how many the rule accepts beyond the quota.
+        let (score, accepted): (Vec<f64>, usize) = match rule {
+            "random" => ((0..n).map(|_| rng.random::<f64>()).collect(), 0),
+            "low_confidence" => ((0..n).map(confidence).collect(), 0),
+            "threshold" => {
+                let c: Vec<f64> = (0..n).map(confidence).collect();
+                let above = c.iter().filter(|&&x| x >= params.tau).count();
+                (c, above.max(1))
+            }
+            "factor" => {
+                let c: Vec<f64> = (0..n).map(confidence).collect();
+                let mut sorted = c.clone();
+                sorted.sort_by(|a, b| b.total_cmp(a));
+                let mut accept = 1;
+                for (k, &ck) in sorted.iter().enumerate().skip(1) {
+                    if ck >= 1.0 - params.factor / (k as f64 + 2.0) {
+                        accept = k + 1;
+                    } else {
+                        break;
+                    }
+                }
+                (c, accept)
+            }
+            "eb" => {
+                let dists: Vec<&[f64]> =
+                    (0..n).map(|i| self.dist(canvas, b, positions[i])).collect();
+                let h: Vec<f64> = dists.iter().map(|p| entropy(p)).collect();
+                let err: Vec<f64> = match params.proxy {
+                    Proxy::Entropy => h.clone(),
+                    Proxy::Confidence => dists
+                        .iter()
+                        .map(|p| -p.iter().cloned().fold(0.0, f64::max))
+                        .collect(),
+                    Proxy::Margin => dists
+                        .iter()
+                        .map(|p| {
+                            let mut s: Vec<f64> = p.to_vec();
+                            s.sort_by(|a, b| b.total_cmp(a));
+                            -(s[0] - s.get(1).copied().unwrap_or(0.0))
+                        })
+                        .collect(),
+                };
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by(|&a, &b| err[a].total_cmp(&err[b]).then(a.cmp(&b)));
+                let (mut sum, mut max, mut accept) = (0.0, 0.0f64, 0);
+                for &i in &order {
+                    sum += h[i];
+                    max = max.max(h[i]);
+                    if sum - max <= params.gamma {
+                        accept += 1;
+                    } else {
+                        break;
+                    }
+                }
+                // Rank by ascending error proxy.
+                (err.iter().map(|e| -e).collect(), accept.max(1))
+            }
+            _ => unreachable!("checked against SAMPLERS"),
+        };
+        let take = quota.max(accepted).min(n);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
+        order.truncate(take);
+        order
+    }
+
+    fn left_to_right(
+        &mut self,
+        canvas: &mut Canvas,
+        rngs: &mut [ChaCha8Rng],
+        params: &Params,
+    ) -> Result<()> {
+        let (batch, length) = (canvas.batch, canvas.length);
+        let mut scratch = Vec::with_capacity(self.vocab);
+        for j in 0..length {
+            let needs: Vec<bool> = (0..batch)
+                .map(|b| canvas.tokens[b * length + j] == canvas.mask)
+                .collect();
+            if !needs.iter().any(|&n| n) {
+                continue; // a prompt position in every row
+            }
+            self.call(canvas, (length - j) as f64 / length as f64)?;
+            for b in 0..batch {
+                if needs[b] {
+                    let token = self.draw(canvas, b, j, params, &mut rngs[b], &mut scratch)?;
+                    canvas.tokens[b * length + j] = token;
+                    self.sample_nfe[b] += 1;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
-fn left_to_right<D: Denoiser + ?Sized>(
-    denoiser: &mut D,
-    canvas: &mut Canvas,
-    rngs: &mut [ChaCha8Rng],
-) -> Result<(u64, Vec<u64>)> {
-    let (batch, length, vocab) = (canvas.batch, canvas.length, denoiser.vocab_size());
-    let mut probs = vec![0.0f64; batch * length * vocab];
-    let mut batch_nfe = 0u64;
-    let mut sample_nfe = vec![0u64; batch];
+/// An autoregressive model: next-token distributions given the prefix.
+///
+/// `begin` starts a batch; each `next` call appends one token per row (`None` before the first
+/// position) and writes the next-token distribution of every row into `out` (`batch × vocab`).
+/// Because only the new tokens are passed, a model can keep a KV cache and make each call cost
+/// O(prefix) instead of re-running the whole prefix.
+pub trait Autoregressive: Send {
+    fn vocab_size(&self) -> usize;
+    fn device(&self) -> String {
+        "cpu".to_string()
+    }
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()>;
+    fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()>;
+    fn synchronize(&mut self) {}
+}
+
+/// Turns an [`Autoregressive`] model into a [`crate::Model`] with the `ar` sampler.
+pub struct AutoregressiveModel<A: Autoregressive> {
+    pub model: A,
+}
+
+impl<A: Autoregressive> crate::Model for AutoregressiveModel<A> {
+    fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        generate_ar(&mut self.model, request)
+    }
+}
+
+/// Ancestral sampling of an autoregressive model (`ar`; `steps` must equal the length).
+pub fn generate_ar<A: Autoregressive + ?Sized>(
+    model: &mut A,
+    request: &GenerateRequest,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    let (batch, length) = (request.batch_size, request.length);
+    let spec = &request.sampler;
+    if spec.name != "ar" {
+        return Err(PluginError(format!(
+            "an autoregressive model samples with `ar`, not `{}`",
+            spec.name
+        )));
+    }
+    if spec.steps != length {
+        return Err(PluginError(format!(
+            "ar takes one step per token: steps must equal the length ({length}); got {}",
+            spec.steps
+        )));
+    }
+    if batch == 0 || length == 0 {
+        return Err(PluginError("batch size and length must be positive".into()));
+    }
+    let params = parse_params("ar", &spec.params)?;
+    let vocab = model.vocab_size();
+    let mut canvas = Canvas::new(batch, length, vocab as u32, request.prompts.as_deref())?;
+    let mut rngs: Vec<ChaCha8Rng> = (0..batch as u64)
+        .map(|i| sample_rng(request.seed, request.first_index + i))
+        .collect();
+    let start = Instant::now();
+    model.begin(batch, length)?;
+    let mut out = vec![0.0; batch * vocab];
+    let mut scratch = Vec::with_capacity(vocab);
+    let mut nfe = vec![0u64; batch];
+    let mut batch_nfe = 0;
     for j in 0..length {
-        let needs: Vec<bool> = (0..batch)
-            .map(|b| canvas.tokens[b * length + j] == canvas.mask)
-            .collect();
-        if !needs.iter().any(|&n| n) {
-            continue; // a prompt position in every row
-        }
-        let t = (length - j) as f64 / length as f64;
-        denoiser.denoise(&canvas.tokens, batch, length, t, &mut probs)?;
+        let appended: Option<Vec<u32>> = (j > 0).then(|| {
+            (0..batch)
+                .map(|b| canvas.tokens[b * length + j - 1])
+                .collect()
+        });
+        model.next(appended.as_deref(), &mut out)?;
         batch_nfe += 1;
         for b in 0..batch {
-            if !needs[b] {
-                continue;
-            }
             let at = b * length + j;
-            let token = categorical(&probs[at * vocab..(at + 1) * vocab], &mut rngs[b])
-                .map_err(|e| PluginError(format!("sample {b}, position {j}: {}", e.0)))?;
-            canvas.tokens[at] = token as u32;
-            sample_nfe[b] += 1;
+            if canvas.tokens[at] != canvas.mask {
+                continue; // prompt token: fed, not sampled
+            }
+            shape_distribution(&out[b * vocab..(b + 1) * vocab], &params, &mut scratch);
+            canvas.tokens[at] = categorical(&scratch, &mut rngs[b])
+                .map_err(|e| PluginError(format!("sample {b}, position {j}: {}", e.0)))?
+                as u32;
+            nfe[b] += 1;
         }
     }
-    Ok((batch_nfe, sample_nfe))
+    model.synchronize();
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let samples = (0..batch)
+        .map(|b| SampleStats {
+            nfe: nfe[b],
+            generated_tokens: (length - canvas.prompt_len[b]) as u64,
+        })
+        .collect();
+    Ok((
+        canvas.tokens.chunks(length).map(<[u32]>::to_vec).collect(),
+        GenerateReply {
+            lengths: vec![length; batch],
+            samples,
+            batch_nfe,
+            wall_seconds,
+            device: model.device(),
+        },
+    ))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::SamplerSpec;
-
-    /// A first-order Markov chain over `vocab` tokens with a fixed transition matrix, whose
-    /// exact conditional marginals are computed by forward–backward: a tiny exact denoiser.
-    struct ChainOracle {
-        vocab: usize,
-        init: Vec<f64>,
-        trans: Vec<f64>,
-        calls: usize,
-    }
-
-    impl ChainOracle {
-        fn new() -> Self {
-            ChainOracle {
-                vocab: 3,
-                init: vec![0.5, 0.3, 0.2],
-                trans: vec![0.1, 0.6, 0.3, 0.0, 0.2, 0.8, 0.7, 0.0, 0.3],
-                calls: 0,
-            }
-        }
-    }
-
-    impl Denoiser for ChainOracle {
-        fn vocab_size(&self) -> usize {
-            self.vocab
-        }
-        fn denoise(
-            &mut self,
-            tokens: &[u32],
-            batch: usize,
-            length: usize,
-            _t: f64,
-            out: &mut [f64],
-        ) -> Result<()> {
-            self.calls += 1;
-            let v = self.vocab;
-            for b in 0..batch {
-                let row = &tokens[b * length..(b + 1) * length];
-                let allowed = |j: usize, x: usize| row[j] as usize == v || row[j] as usize == x;
-                let mut fwd = vec![0.0; length * v];
-                for (x, f) in fwd.iter_mut().take(v).enumerate() {
-                    *f = if allowed(0, x) { self.init[x] } else { 0.0 };
-                }
-                for j in 1..length {
-                    for y in 0..v {
-                        let s: f64 = (0..v)
-                            .map(|x| fwd[(j - 1) * v + x] * self.trans[x * v + y])
-                            .sum();
-                        fwd[j * v + y] = if allowed(j, y) { s } else { 0.0 };
-                    }
-                }
-                let mut bwd = vec![1.0; length * v];
-                for j in (0..length - 1).rev() {
-                    for x in 0..v {
-                        bwd[j * v + x] = (0..v)
-                            .map(|y| {
-                                let e = if allowed(j + 1, y) { 1.0 } else { 0.0 };
-                                self.trans[x * v + y] * e * bwd[(j + 1) * v + y]
-                            })
-                            .sum();
-                    }
-                }
-                for j in 0..length {
-                    let z: f64 = (0..v).map(|x| fwd[j * v + x] * bwd[j * v + x]).sum();
-                    for x in 0..v {
-                        // Parallel steps can commit a zero-probability pair; the conditional
-                        // is then undefined and this test oracle answers uniform.
-                        out[((b * length) + j) * v + x] = if z > 0.0 {
-                            fwd[j * v + x] * bwd[j * v + x] / z
-                        } else {
-                            1.0 / v as f64
-                        };
-                    }
-                }
-            }
-            Ok(())
-        }
-    }
-
-    fn request(
-        name: &str,
-        steps: usize,
-        batch: usize,
-        length: usize,
-        first: u64,
-    ) -> GenerateRequest {
-        GenerateRequest {
-            batch_size: batch,
-            length,
-            sampler: SamplerSpec {
-                name: name.into(),
-                steps,
-                schedule: None,
-                params: Default::default(),
-            },
-            seed: 7,
-            first_index: first,
-            prompts: None,
-        }
-    }
-
-    #[test]
-    fn ddpm_and_ddpm_cache_agree_and_cache_saves_calls() {
-        for steps in [1, 3, 8, 50] {
-            let (a, ra) =
-                generate(&mut ChainOracle::new(), &request("ddpm", steps, 5, 8, 0)).unwrap();
-            let (b, rb) = generate(
-                &mut ChainOracle::new(),
-                &request("ddpm_cache", steps, 5, 8, 0),
-            )
-            .unwrap();
-            assert_eq!(a, b, "steps {steps}");
-            assert!(rb.batch_nfe <= ra.batch_nfe);
-            assert!(rb.batch_nfe as usize <= steps.min(8 * 5));
-            for s in &rb.samples {
-                assert!(
-                    s.nfe as usize <= steps.min(8),
-                    "per-sample nfe {} > min(T, L)",
-                    s.nfe
-                );
-            }
-        }
-        // With many more steps than tokens most steps change nothing.
-        let (_, r) = generate(
-            &mut ChainOracle::new(),
-            &request("ddpm_cache", 1000, 1, 8, 0),
-        )
-        .unwrap();
-        assert!(r.batch_nfe <= 8, "nfe {}", r.batch_nfe);
-    }
-
-    #[test]
-    fn samples_do_not_depend_on_batch_size() {
-        for name in ["ddpm", "ddpm_cache"] {
-            let (all, _) = generate(&mut ChainOracle::new(), &request(name, 4, 12, 6, 0)).unwrap();
-            let mut pieces = Vec::new();
-            for (first, size) in [(0u64, 1usize), (1, 7), (8, 4)] {
-                let (part, _) =
-                    generate(&mut ChainOracle::new(), &request(name, 4, size, 6, first)).unwrap();
-                pieces.extend(part);
-            }
-            assert_eq!(all, pieces, "{name}");
-        }
-    }
-
-    #[test]
-    fn left_to_right_with_an_exact_oracle_samples_the_chain() {
-        // Empirical distribution of (x0, x1) against the exact chain probabilities.
-        let n = 20_000;
-        let (seqs, reply) = generate(
-            &mut ChainOracle::new(),
-            &request("left_to_right", 2, n, 2, 0),
-        )
-        .unwrap();
-        assert_eq!(reply.batch_nfe, 2);
-        let o = ChainOracle::new();
-        for x in 0..3 {
-            for y in 0..3 {
-                let want = o.init[x] * o.trans[x * 3 + y];
-                let got = seqs
-                    .iter()
-                    .filter(|s| s[0] == x as u32 && s[1] == y as u32)
-                    .count() as f64
-                    / n as f64;
-                // 5 standard errors.
-                let tol = 5.0 * (want * (1.0 - want) / n as f64).sqrt() + 1e-12;
-                assert!((got - want).abs() <= tol, "({x},{y}) got {got} want {want}");
-            }
-        }
-    }
-
-    #[test]
-    fn one_step_samples_every_position_independently() {
-        // With one step all positions unmask in parallel from the all-masked marginals, so the
-        // pair (x0, x1) is drawn from the product of marginals, not from the chain: the
-        // zero-probability transition 1→0 must then appear.
-        let (seqs, reply) =
-            generate(&mut ChainOracle::new(), &request("ddpm", 1, 4000, 2, 0)).unwrap();
-        assert_eq!(reply.batch_nfe, 1);
-        assert!(seqs.iter().any(|s| s[0] == 1 && s[1] == 0));
-    }
-
-    #[test]
-    fn bad_requests_are_errors() {
-        let mut d = ChainOracle::new();
-        assert!(generate(&mut d, &request("nope", 4, 1, 4, 0)).is_err());
-        assert!(generate(&mut d, &request("ddpm", 0, 1, 4, 0)).is_err());
-        assert!(generate(&mut d, &request("left_to_right", 3, 1, 4, 0)).is_err());
-        assert!(generate(&mut d, &request("ddpm", 3, 0, 4, 0)).is_err());
-    }
-
-    #[test]
-    fn categorical_rejects_invalid_weights() {
-        let mut rng = sample_rng(0, 0);
-        assert!(categorical(&[0.0, 0.0], &mut rng).is_err());
-        assert!(categorical(&[f64::NAN, 1.0], &mut rng).is_err());
-        assert!(categorical(&[-0.5, 1.0], &mut rng).is_err());
-        assert_eq!(categorical(&[0.0, 2.0, 0.0], &mut rng).unwrap(), 1);
-    }
-}
+mod tests;
