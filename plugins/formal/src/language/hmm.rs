@@ -91,6 +91,18 @@ impl Hmm {
                 });
             }
         }
+        Ok(Self::from_tables(states, vocab, init, trans, emit))
+    }
+
+    /// Builds the engine from validated tables (rows normalised).
+    pub(crate) fn from_tables(
+        states: usize,
+        vocab: usize,
+        init: Vec<f64>,
+        trans: Vec<f64>,
+        emit: Vec<f64>,
+    ) -> Self {
+        let h = states;
         let mut emit_t = vec![0.0; h * vocab];
         for j in 0..h {
             for v in 0..vocab {
@@ -99,7 +111,7 @@ impl Hmm {
         }
         let ln = |t: &[f64]| t.iter().map(|&p| numeric::ln0(p)).collect::<Vec<_>>();
         let guard = Guard::new(&[&init, &trans, &emit]);
-        Ok(Self {
+        Self {
             states,
             vocab,
             log_init: ln(&init),
@@ -110,7 +122,7 @@ impl Hmm {
             emit,
             emit_t,
             guard,
-        })
+        }
     }
 
     /// Test hook: run every recursion in log space.
@@ -543,6 +555,9 @@ impl Hmm {
         }
         let mut log10 = 0.0;
         let s: f64 = d.iter().sum();
+        if s == 0.0 {
+            return Ok(f64::NEG_INFINITY);
+        }
         log10 += s.log10();
         d.iter_mut().for_each(|x| *x /= s);
         let mut next = vec![0.0; n];
@@ -560,6 +575,9 @@ impl Hmm {
                 }
             }
             let s: f64 = next.iter().sum();
+            if s == 0.0 {
+                return Ok(f64::NEG_INFINITY);
+            }
             log10 += s.log10();
             next.iter_mut().for_each(|x| *x /= s);
             std::mem::swap(&mut d, &mut next);

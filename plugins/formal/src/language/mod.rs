@@ -1,5 +1,11 @@
-//! Ground-truth formal languages (n-gram and HMM) with exact scoring, exact entropy, support
-//! density, a ground-truth sampler and the exact oracle denoiser (conditional marginals).
+//! Ground-truth formal languages (n-gram, HMM and the interval language of Theorem 4.4) with
+//! exact scoring, exact entropy, support density, a ground-truth sampler and the exact oracle
+//! denoiser (conditional marginals).
+//!
+//! A language comes from one of three sources ([`Origin`]): drawn from a seed
+//! ([`Language::ngram`], [`Language::hmm`], [`table1`]; next section), explicit tables
+//! ([`Language::from_ngram_tables`], [`Language::from_hmm_tables`]; "Explicit tables"), or the
+//! interval language ([`Language::interval`]; "The interval language").
 //!
 //! # Sequences and tokens
 //!
@@ -57,6 +63,102 @@
 //! | [`Language::transition_table`] | `V^(n-1) × V` row-major: `[w·V + v] = P(v | w)` | `H × H` row-major: `[i·H + j] = P(j | i)` |
 //! | [`Language::emission_table`] | `None` | `H × V` row-major: `[j·V + v] = P(v | state j)` |
 //!
+//! The interval language has no stored tables (the first two accessors return empty slices);
+//! [`Language::interval_hmm`] builds its HMM tables.
+//!
+//! # Explicit tables
+//!
+//! [`Language::from_ngram_tables`] and [`Language::from_hmm_tables`] take the tables in the
+//! layouts above, as rows (`initial` is one row; `transitions` has one row per context window
+//! in window-code order, or per hidden state; `emissions` one row per hidden state), and check
+//! them as described in [`tables`]: shapes, finite non-negative entries, rows summing to 1
+//! within [`tables::ROW_SUM_TOLERANCE`] — or all zero, for a context or state that is
+//! unreachable from the initial support — so that the support is non-empty for every length.
+//! Errors ([`LanguageError::InvalidTable`]) name the table and the row. [`Language::smoothed`]
+//! mixes every row with the uniform distribution (a full-support neighbour: the TER variant of
+//! a language read from a file, see `crate::file`).
+//!
+//! # The interval language (the worst case of Theorem 4.4)
+//!
+//! Theorem 4.4 of Feng et al. says that some HMM needs a number of sampling steps linear in `L`
+//! to reach a low SER; their Example C.7 / Note C.8 build it from intervals in which pairs of
+//! positions are bound by a parity relation, independently across intervals. The paper's exact
+//! construction is not reproduced here; this is the precise definition used, consistent with
+//! that description.
+//!
+//! **Definition.** Parameters: interval length `k >= 2`, vocabulary `V >= 2`, modulus
+//! `2 <= m <= V` (default 2: parity). The *class* of a token `t` is `t mod m`; class `c` has
+//! `|c| = ⌈(V - c)/m⌉` tokens. A sequence of length `L` is cut into `n = ⌊L/k⌋` complete
+//! intervals `[ik, ik+k-1]` and, when `k` does not divide `L`, a trailing partial interval of
+//! `r = L mod k` tokens. In a complete interval the first token is uniform over the `V`
+//! tokens, the `k-2` interior tokens are uniform and independent, and the last token is uniform
+//! over the tokens of the first token's class. The partial interval is uniform and
+//! unconstrained (its last position is missing). Intervals are independent:
+//!
+//! ```text
+//! q(x) = Π_{complete i} [class(x_{ik}) = class(x_{ik+k-1})] · V^-(k-1) / |class(x_{ik})|  ·  V^-r
+//! ```
+//!
+//! **Why this choice.** Every single-token marginal is uniform (`P(last = b) = (|c|/V)·(1/|c|)
+//! = 1/V`), so two coupled positions look independent to a sampler that unmasks them in the
+//! same step, and they are as far apart as an interval allows (distance `k-1`). One constraint
+//! per interval, independent across intervals, makes the failure probability compound over
+//! the `⌊L/k⌋` intervals, and keeps every quantity in closed form; `k` sets both the coupling
+//! distance and the number of constraints. (Coupling every mirrored pair `(i, k-1-i)` would
+//! also fit the description, but makes `k/2` constraints per interval, so the number of
+//! constraints would no longer depend on `k`.) `m = V` turns the constraint into a copy.
+//!
+//! **It is an HMM.** Hidden state `(j, c)` = (position inside the interval, class of its first
+//! token), `k·m` states numbered `j·m + c`: `P(z_0 = (0, c)) = |c|/V`; `(j, c) → (j+1, c)` with
+//! probability 1 for `j < k-1`; `(k-1, c) → (0, c')` with probability `|c'|/V`; states `(0, c)`
+//! and `(k-1, c)` emit uniformly over class `c`, interior states uniformly over all tokens.
+//! [`Language::interval_hmm`] builds exactly these tables with [`Language::from_hmm_tables`],
+//! and the tests check that it agrees with [`Language::interval`], which computes everything in
+//! closed form (`O(L)` per sequence instead of `O(L·(km)²)`).
+//!
+//! **Closed forms** (`n = ⌊L/k⌋`, `r = L mod k`, `p_v = 1 - Σ_c |c|²/V²`, which is 1/2 for
+//! parity with an even `V`):
+//!
+//! * `ln q(x) = -(L - n)·ln V - Σ_{complete i} ln |class(x_{ik})|` on the support;
+//!   [`SequenceScore::invalid_transitions`] counts the violated intervals and
+//!   `first_invalid` is the last position of the first violated one.
+//! * Entropy `H = n·((k-1)·ln V + Σ_c (|c|/V)·ln |c|) + r·ln V` (parity, even `V`:
+//!   `n·(k·ln V - ln 2) + r·ln V`).
+//! * Support density `log10(|support| / V^L) = n·log10(1 - p_v)`.
+//! * Conditional marginals: a masked interior or partial-interval position is uniform; a
+//!   masked endpoint whose partner holds token `u` is uniform over `class(u)`; an endpoint
+//!   whose partner is masked too is uniform.
+//!
+//! **SER of the exact oracle under MDLM ancestral sampling** (`ddpm`, `ddpm_cache`; see the
+//! SDK's sampler documentation). With `T` steps on the grid `t_i = 1 - i/T` (`s_i = t_{i+1}`),
+//! a position still masked at `t_i` unmasks in step `i` with probability
+//! `(α(s_i) - α(t_i))/(1 - α(t_i))`, so the step in which a position unmasks is independent
+//! across positions, with `P(step i) = α(s_i) - α(t_i)` (`1/T` for the log-linear schedule).
+//! Take one complete interval with endpoints `a`, `b`.
+//!
+//! 1. If `a` and `b` unmask in different steps, the later one is drawn from the exact
+//!    conditional given the earlier one, which puts all its mass on the right class: the
+//!    constraint holds.
+//! 2. If they unmask in the same step, the sampler draws them independently, each from its
+//!    conditional given the tokens unmasked before. Those are interior tokens and tokens of
+//!    other intervals, all independent of the pair, so both draws are uniform over `V` and
+//!    they violate the constraint with probability `p_v`.
+//!
+//! Interior tokens never matter. Unmasking steps and draws are independent across intervals,
+//! and the oracle keeps the exact conditionals of every interval even after another interval
+//! broke (its fallback is [`Language::relaxed`]), so
+//!
+//! ```text
+//! P(interval violated) = p_v · Σ_i (α(s_i) - α(t_i))²          (= p_v / T, log-linear)
+//! SER_T = 1 - (1 - p_v · Σ_i (α(s_i) - α(t_i))²)^⌊L/k⌋         (= 1 - (1 - p_v/T)^⌊L/k⌋)
+//! SER_1 = 1 - (1 - p_v)^⌊L/k⌋                                  (= 1 - 2^-⌊L/k⌋ for parity, even V)
+//! ```
+//!
+//! ([`Language::interval_ddpm_ser`].) Left-to-right decoding (one position per step) never
+//! unmasks a pair together: SER 0. Reaching `SER <= ε` with the log-linear schedule needs
+//! `T >= p_v / (1 - (1 - ε)^(1/⌊L/k⌋)) ≈ p_v·⌊L/k⌋ / (-ln(1 - ε))` steps: linear in `L` at a
+//! fixed interval length, which is the message of Theorem 4.4.
+//!
 //! # Exactness
 //!
 //! * n-gram scores multiply table entries along the (deterministic) window path, in log space:
@@ -72,11 +174,17 @@
 //! successors each, `V^n` work per step); the HMM engine is dense (`H²` per step).
 
 mod hmm;
+mod interval;
 mod ngram;
 mod numeric;
 mod params;
+pub mod tables;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_interval;
+#[cfg(test)]
+mod tests_tables;
 
 use std::fmt;
 use std::str::FromStr;
@@ -159,6 +267,33 @@ pub enum LanguageError {
     Intractable { what: &'static str, reason: String },
     #[error("unknown Table 1 language {kind:?}; expected one of \"2-gram\", \"3-gram\", \"4-gram\", \"hmm\"")]
     UnknownKind { kind: String },
+    #[error("{}: {problem}", table_location(table, *row))]
+    InvalidTable {
+        /// `"initial distribution"`, `"transition table"` or `"emission table"`.
+        table: &'static str,
+        /// The 0-based row (`None`: the table as a whole, or the initial distribution).
+        row: Option<usize>,
+        problem: String,
+    },
+    #[error("invalid interval language: {problem}")]
+    InvalidInterval { problem: String },
+    #[error("{what} is not available for the {kind} language")]
+    Unsupported { what: &'static str, kind: String },
+}
+
+/// `"row 3 of the transition table (`transitions`)"` and the like: the location of an
+/// [`LanguageError::InvalidTable`], with the key the table has in a language file.
+pub fn table_location(table: &str, row: Option<usize>) -> String {
+    let key = match table {
+        tables::INITIAL => "initial",
+        tables::TRANSITIONS => "transitions",
+        tables::EMISSIONS => "emissions",
+        _ => "?",
+    };
+    match row {
+        Some(r) => format!("row {r} of the {table} (`{key}`, rows counted from 0)"),
+        None => format!("the {table} (`{key}`)"),
+    }
 }
 
 /// Exact score of one sequence.
@@ -180,6 +315,8 @@ pub struct SequenceScore {
     ///   some hidden path to be positive. Computed by a greedy forward pass over the set of
     ///   reachable states (restart when it becomes empty), which is optimal because
     ///   explainability of a segment is closed under dropping its first tokens.
+    /// * interval language: the number of complete intervals whose first and last token
+    ///   violate the constraint.
     pub invalid_transitions: usize,
 }
 
@@ -265,22 +402,65 @@ pub fn table1(kind: &str, variant: Variant, seed: u64) -> Result<Language, Langu
 enum Model {
     NGram(ngram::NGram),
     Hmm(hmm::Hmm),
+    Interval(interval::Interval),
 }
 
-/// A ground-truth language: an n-gram model or an HMM with its exact algorithms.
+/// Where a language's parameters come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// Drawn from a seed by the generation algorithm of the module documentation.
+    Generated {
+        temperature: f64,
+        threshold: f64,
+        seed: u64,
+    },
+    /// Explicit tables ([`Language::from_ngram_tables`], [`Language::from_hmm_tables`],
+    /// [`Language::smoothed`]).
+    Tables,
+    /// The interval language ([`Language::interval`]).
+    Interval,
+}
+
+/// A ground-truth language: an n-gram model, an HMM or the interval language, with its exact
+/// algorithms.
 #[derive(Debug, Clone)]
 pub struct Language {
     model: Model,
-    temperature: f64,
-    threshold: f64,
-    seed: u64,
+    origin: Origin,
+}
+
+fn interval_model(
+    interval: usize,
+    vocab: usize,
+    modulus: usize,
+) -> Result<interval::Interval, LanguageError> {
+    tables::check_vocab(vocab)?;
+    if interval < 2 {
+        return Err(LanguageError::InvalidInterval {
+            problem: format!(
+                "the interval length must be at least 2 (got {interval}): an interval of one \
+                 token has no pair of positions to couple"
+            ),
+        });
+    }
+    if !(2..=vocab).contains(&modulus) {
+        return Err(LanguageError::InvalidInterval {
+            problem: format!(
+                "the modulus must be between 2 and the vocabulary size {vocab} (got {modulus}); \
+                 2 is the parity constraint"
+            ),
+        });
+    }
+    Ok(interval::Interval {
+        k: interval,
+        vocab,
+        modulus,
+        relaxed: false,
+    })
 }
 
 fn check_common(vocab: usize, temperature: f64, threshold: f64) -> Result<(), LanguageError> {
-    let max = u32::MAX as usize;
-    if !(2..=max).contains(&vocab) {
-        return Err(LanguageError::InvalidVocab { vocab, max });
-    }
+    tables::check_vocab(vocab)?;
     if !(temperature.is_finite() && temperature > 0.0) {
         return Err(LanguageError::InvalidTemperature { temperature });
     }
@@ -288,13 +468,6 @@ fn check_common(vocab: usize, temperature: f64, threshold: f64) -> Result<(), La
         return Err(LanguageError::InvalidThreshold { threshold });
     }
     Ok(())
-}
-
-fn too_large(entries: String) -> LanguageError {
-    LanguageError::TooLarge {
-        entries,
-        limit: MAX_TABLE_ENTRIES,
-    }
 }
 
 impl Language {
@@ -311,24 +484,15 @@ impl Language {
             return Err(LanguageError::InvalidOrder { order });
         }
         check_common(vocab, temperature, threshold)?;
-        let described = || format!("{vocab}^{order} + {vocab}^{}", order - 1);
-        let exp = u32::try_from(order - 1).map_err(|_| too_large(described()))?;
-        let nstates = vocab
-            .checked_pow(exp)
-            .ok_or_else(|| too_large(described()))?;
-        let entries = nstates
-            .checked_mul(vocab)
-            .and_then(|e| e.checked_add(nstates))
-            .ok_or_else(|| too_large(described()))?;
-        if entries > MAX_TABLE_ENTRIES {
-            return Err(too_large(entries.to_string()));
-        }
+        let nstates = tables::ngram_windows(order, vocab)?;
         let model = ngram::NGram::generate(order, vocab, nstates, temperature, threshold, seed)?;
         Ok(Language {
             model: Model::NGram(model),
-            temperature,
-            threshold,
-            seed,
+            origin: Origin::Generated {
+                temperature,
+                threshold,
+                seed,
+            },
         })
     }
 
@@ -345,21 +509,182 @@ impl Language {
             return Err(LanguageError::InvalidStates { states });
         }
         check_common(vocab, temperature, threshold)?;
-        let entries = states
-            .checked_mul(states)
-            .and_then(|e| e.checked_add(states.checked_mul(vocab)?))
-            .and_then(|e| e.checked_add(states))
-            .ok_or_else(|| too_large(format!("{states}^2 + {states}·{vocab} + {states}")))?;
-        if entries > MAX_TABLE_ENTRIES {
-            return Err(too_large(entries.to_string()));
-        }
+        tables::hmm_size(states, vocab)?;
         let model = hmm::Hmm::generate(states, vocab, temperature, threshold, seed)?;
         Ok(Language {
             model: Model::Hmm(model),
-            temperature,
-            threshold,
-            seed,
+            origin: Origin::Generated {
+                temperature,
+                threshold,
+                seed,
+            },
         })
+    }
+
+    /// n-gram language from explicit tables: `initial` over the `V^(n-1)` windows of the first
+    /// `n-1` tokens (indexed by window code, see "Parameter layouts"), and one row of
+    /// `transitions` per context window (in window-code order) over the `V` next tokens.
+    /// Validated as described in [`tables`] (shapes, finite non-negative entries, rows summing
+    /// to 1 within [`tables::ROW_SUM_TOLERANCE`] or all zero for unreachable contexts);
+    /// errors name the table and the row.
+    pub fn from_ngram_tables(
+        order: usize,
+        vocab: usize,
+        initial: &[f64],
+        transitions: &[Vec<f64>],
+    ) -> Result<Language, LanguageError> {
+        let (nstates, init, cond) = tables::ngram(order, vocab, initial, transitions)?;
+        Ok(Language {
+            model: Model::NGram(ngram::NGram::from_tables(order, vocab, nstates, init, cond)),
+            origin: Origin::Tables,
+        })
+    }
+
+    /// HMM from explicit tables: `initial` over the `H = initial.len()` hidden states,
+    /// `transitions` (`H` rows over `H` next states) and `emissions` (`H` rows over the `V`
+    /// tokens). Validated as described in [`tables`] (all-zero rows are allowed only for
+    /// states that can never be reached); errors name the table and the row.
+    pub fn from_hmm_tables(
+        vocab: usize,
+        initial: &[f64],
+        transitions: &[Vec<f64>],
+        emissions: &[Vec<f64>],
+    ) -> Result<Language, LanguageError> {
+        let (h, init, trans, emit) = tables::hmm(vocab, initial, transitions, emissions)?;
+        Ok(Language {
+            model: Model::Hmm(hmm::Hmm::from_tables(h, vocab, init, trans, emit)),
+            origin: Origin::Tables,
+        })
+    }
+
+    /// The interval language with intervals of `interval` tokens over `vocab` tokens, whose
+    /// first and last token of every complete interval agree modulo `modulus` (parity for
+    /// `modulus = 2`). See "The interval language" in the module documentation. Needs
+    /// `interval >= 2` and `2 <= modulus <= vocab`.
+    pub fn interval(
+        interval: usize,
+        vocab: usize,
+        modulus: usize,
+    ) -> Result<Language, LanguageError> {
+        Ok(Language {
+            model: Model::Interval(interval_model(interval, vocab, modulus)?),
+            origin: Origin::Interval,
+        })
+    }
+
+    /// The interval language of [`Language::interval`] built as an explicit HMM with
+    /// `interval · modulus` hidden states (the proof that it is an HMM, and an independent
+    /// implementation for cross-checks). Same distribution; slower.
+    pub fn interval_hmm(
+        interval: usize,
+        vocab: usize,
+        modulus: usize,
+    ) -> Result<Language, LanguageError> {
+        let m = interval_model(interval, vocab, modulus)?;
+        let states = interval
+            .checked_mul(modulus)
+            .ok_or(LanguageError::TooLarge {
+                entries: format!("({interval}·{modulus})^2"),
+                limit: MAX_TABLE_ENTRIES,
+            })?;
+        tables::hmm_size(states, vocab)?;
+        let (init, trans, emit) = m.hmm_tables();
+        Language::from_hmm_tables(vocab, &init, &trans, &emit)
+    }
+
+    /// The same n-gram or HMM with every row `p` of every table replaced by
+    /// `(1 - ε)·p + ε/n` (`n` the row length; all-zero rows of unreachable contexts or states
+    /// become uniform): a full-support language close to this one, e.g. the TER variant of a
+    /// language read from a file. `ε` must be in `(0, 1]`.
+    pub fn smoothed(&self, epsilon: f64) -> Result<Language, LanguageError> {
+        if !(epsilon > 0.0 && epsilon <= 1.0) {
+            return Err(LanguageError::InvalidThreshold { threshold: epsilon });
+        }
+        match &self.model {
+            Model::NGram(m) => {
+                let init = &tables::smooth(&m.init, m.init.len(), epsilon)[0];
+                let cond = tables::smooth(&m.cond, m.vocab, epsilon);
+                Language::from_ngram_tables(m.order, m.vocab, init, &cond)
+            }
+            Model::Hmm(m) => {
+                let init = &tables::smooth(&m.init, m.states, epsilon)[0];
+                let trans = tables::smooth(&m.trans, m.states, epsilon);
+                let emit = tables::smooth(&m.emit, m.vocab, epsilon);
+                Language::from_hmm_tables(m.vocab, init, &trans, &emit)
+            }
+            Model::Interval(_) => Err(LanguageError::Unsupported {
+                what: "smoothing",
+                kind: self.kind_label(),
+            }),
+        }
+    }
+
+    /// For the interval language: the same language, except that
+    /// [`Language::conditional_marginals`] treats an interval whose unmasked first and last
+    /// tokens already violate the constraint as unconstrained (its masked positions are
+    /// uniform) instead of reporting the whole sequence as inconsistent. Intervals are
+    /// independent, so every other interval keeps its exact conditionals: this is the exact
+    /// oracle's answer after parallel decoding has broken some interval. `None` for the other
+    /// kinds.
+    pub fn relaxed(&self) -> Option<Language> {
+        match &self.model {
+            Model::Interval(m) => Some(Language {
+                model: Model::Interval(interval::Interval {
+                    relaxed: true,
+                    ..m.clone()
+                }),
+                origin: Origin::Interval,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Where the parameters come from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The interval length `k` of the interval language, `None` for the other kinds.
+    pub fn interval_length(&self) -> Option<usize> {
+        match &self.model {
+            Model::Interval(m) => Some(m.k),
+            _ => None,
+        }
+    }
+
+    /// The modulus of the interval language's constraint (2: parity), `None` for the other
+    /// kinds.
+    pub fn interval_modulus(&self) -> Option<usize> {
+        match &self.model {
+            Model::Interval(m) => Some(m.modulus),
+            _ => None,
+        }
+    }
+
+    /// Interval language: the probability `p_v = 1 - Σ_c |c|²/V²` that the two coupled
+    /// tokens of an interval, drawn independently from their (uniform) marginals, violate the
+    /// constraint. `None` for the other kinds.
+    pub fn interval_violation_probability(&self) -> Option<f64> {
+        match &self.model {
+            Model::Interval(m) => Some(m.violation_probability()),
+            _ => None,
+        }
+    }
+
+    /// Interval language: the exact SER of the exact oracle sampled by MDLM ancestral sampling
+    /// (`ddpm` or `ddpm_cache`) with `steps` steps and the log-linear schedule:
+    /// `1 - (1 - p_v / steps)^⌊L/k⌋` (derivation in the module documentation). `None` for the
+    /// other kinds or `steps = 0`.
+    pub fn interval_ddpm_ser(&self, length: usize, steps: usize) -> Option<f64> {
+        match &self.model {
+            Model::Interval(m) if steps > 0 => {
+                let per_interval = m.violation_probability() / steps as f64;
+                let complete = m.complete_intervals(length) as f64;
+                // 1 - (1 - p)^n computed without cancellation.
+                Some(-((-per_interval).ln_1p() * complete).exp_m1())
+            }
+            _ => None,
+        }
     }
 
     /// Vocabulary size `V` (tokens `0..V`).
@@ -367,6 +692,7 @@ impl Language {
         match &self.model {
             Model::NGram(m) => m.vocab,
             Model::Hmm(m) => m.vocab,
+            Model::Interval(m) => m.vocab,
         }
     }
 
@@ -375,74 +701,105 @@ impl Language {
         self.vocab() as u32
     }
 
-    /// Shortest valid sequence length: `n-1` for an n-gram, 1 for an HMM.
+    /// Shortest valid sequence length: `n-1` for an n-gram, 1 for an HMM and for the interval
+    /// language.
     pub fn min_length(&self) -> usize {
         match &self.model {
             Model::NGram(m) => m.order - 1,
-            Model::Hmm(_) => 1,
+            Model::Hmm(_) | Model::Interval(_) => 1,
         }
     }
 
-    /// `"2-gram"`, `"3-gram"`, …, or `"hmm-32"` (hidden-state count).
+    /// `"2-gram"`, `"3-gram"`, …, `"hmm-32"` (hidden-state count), or `"interval-16"`
+    /// (interval length; `"interval-16-mod3"` when the modulus is not 2).
     pub fn kind_label(&self) -> String {
         match &self.model {
             Model::NGram(m) => format!("{}-gram", m.order),
             Model::Hmm(m) => format!("hmm-{}", m.states),
+            Model::Interval(m) if m.modulus == 2 => format!("interval-{}", m.k),
+            Model::Interval(m) => format!("interval-{}-mod{}", m.k, m.modulus),
         }
     }
 
-    /// The n-gram order, `None` for an HMM.
+    /// The n-gram order, `None` for the other kinds.
     pub fn order(&self) -> Option<usize> {
         match &self.model {
             Model::NGram(m) => Some(m.order),
-            Model::Hmm(_) => None,
+            _ => None,
         }
     }
 
-    /// The number of hidden states, `None` for an n-gram.
+    /// The number of hidden states of an HMM, `None` for the other kinds (the interval
+    /// language's HMM form, [`Language::interval_hmm`], has `k · modulus`).
     pub fn hidden_states(&self) -> Option<usize> {
         match &self.model {
-            Model::NGram(_) => None,
             Model::Hmm(m) => Some(m.states),
+            _ => None,
         }
     }
 
-    /// The softmax temperature the language was drawn with.
-    pub fn temperature(&self) -> f64 {
-        self.temperature
+    /// The softmax temperature the language was drawn with; `None` unless
+    /// [`Origin::Generated`].
+    pub fn temperature(&self) -> Option<f64> {
+        match self.origin {
+            Origin::Generated { temperature, .. } => Some(temperature),
+            _ => None,
+        }
     }
 
-    /// The pruning threshold (0 for a TER variant).
-    pub fn threshold(&self) -> f64 {
-        self.threshold
+    /// The pruning threshold (0 for a TER variant); `None` unless [`Origin::Generated`].
+    pub fn threshold(&self) -> Option<f64> {
+        match self.origin {
+            Origin::Generated { threshold, .. } => Some(threshold),
+            _ => None,
+        }
     }
 
-    /// The seed the parameters were drawn from.
-    pub fn seed(&self) -> u64 {
-        self.seed
+    /// The seed the parameters were drawn from; `None` unless [`Origin::Generated`].
+    pub fn seed(&self) -> Option<u64> {
+        match self.origin {
+            Origin::Generated { seed, .. } => Some(seed),
+            _ => None,
+        }
     }
 
-    /// Initial distribution (layout in the module documentation).
+    /// Whether some parameter-table entry is zero, so that some sequences may have
+    /// probability zero (always true for the interval language).
+    pub fn has_zero_entries(&self) -> bool {
+        match &self.model {
+            Model::NGram(m) => m.init.contains(&0.0) || m.cond.contains(&0.0),
+            Model::Hmm(m) => {
+                m.init.contains(&0.0) || m.trans.contains(&0.0) || m.emit.contains(&0.0)
+            }
+            Model::Interval(_) => true,
+        }
+    }
+
+    /// Initial distribution (layout in the module documentation); empty for the interval
+    /// language (its tables are those of [`Language::interval_hmm`]).
     pub fn initial_distribution(&self) -> &[f64] {
         match &self.model {
             Model::NGram(m) => &m.init,
             Model::Hmm(m) => &m.init,
+            Model::Interval(_) => &[],
         }
     }
 
-    /// Transition table, row-major (layout in the module documentation).
+    /// Transition table, row-major (layout in the module documentation); empty for the
+    /// interval language.
     pub fn transition_table(&self) -> &[f64] {
         match &self.model {
             Model::NGram(m) => &m.cond,
             Model::Hmm(m) => &m.trans,
+            Model::Interval(_) => &[],
         }
     }
 
-    /// Emission table `H × V` row-major for an HMM, `None` for an n-gram.
+    /// Emission table `H × V` row-major for an HMM, `None` for the other kinds.
     pub fn emission_table(&self) -> Option<&[f64]> {
         match &self.model {
-            Model::NGram(_) => None,
             Model::Hmm(m) => Some(&m.emit),
+            _ => None,
         }
     }
 
@@ -452,6 +809,7 @@ impl Language {
         match &mut self.model {
             Model::NGram(m) => m.force_log_space(),
             Model::Hmm(m) => m.force_log_space(),
+            Model::Interval(_) => {}
         }
     }
 
@@ -498,6 +856,7 @@ impl Language {
         Ok(match &self.model {
             Model::NGram(m) => m.score(x),
             Model::Hmm(m) => m.score(x),
+            Model::Interval(m) => m.score(x),
         })
     }
 
@@ -511,6 +870,7 @@ impl Language {
         Ok(match &self.model {
             Model::NGram(m) => m.sample(length, rng),
             Model::Hmm(m) => m.sample(length, rng),
+            Model::Interval(m) => m.sample(length, rng),
         })
     }
 
@@ -523,8 +883,10 @@ impl Language {
     /// * HMM otherwise: a deterministic Monte Carlo estimate (`exact = false`): the mean over
     ///   sampled `x ~ q` of `Σ_t H(X_t | x_<t)` (a Rao–Blackwellised form of `-E[ln q(X)]`,
     ///   with the same expectation and lower variance), sampled in blocks of 64 from a
-    ///   generator seeded by the language seed and `L`, until the standard error is at most
-    ///   0.1% of the estimate (at least 256, at most 2^20 sequences).
+    ///   generator seeded by the language seed (0 for languages not drawn from a seed) and `L`,
+    ///   until the standard error is at most 0.1% of the estimate (at least 256, at most 2^20
+    ///   sequences).
+    /// * interval language: exact closed form (module documentation).
     pub fn entropy(&self, length: usize) -> Result<EntropyInfo, LanguageError> {
         self.check_length(length)?;
         Ok(match &self.model {
@@ -535,6 +897,12 @@ impl Language {
                 method:
                     "exact: initial entropy plus window-marginal-weighted conditional entropies"
                         .into(),
+            },
+            Model::Interval(m) => EntropyInfo {
+                nats: m.entropy(length),
+                std_error: 0.0,
+                exact: true,
+                method: "exact: closed form floor(L/k)·((k-1)·ln V + Σ_c (|c|/V)·ln|c|) + (L mod k)·ln V".into(),
             },
             Model::Hmm(m) => {
                 let v = m.vocab as u64;
@@ -557,8 +925,9 @@ impl Language {
     }
 
     fn hmm_entropy_monte_carlo(&self, m: &hmm::Hmm, length: usize) -> EntropyInfo {
-        let mc_seed =
-            self.seed ^ 0x5EED_E7A0_9E37_79B9 ^ (length as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mc_seed = self.seed().unwrap_or(0)
+            ^ 0x5EED_E7A0_9E37_79B9
+            ^ (length as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut rng = ChaCha8Rng::seed_from_u64(mc_seed);
         let (mut n, mut mean, mut m2) = (0usize, 0.0f64, 0.0f64);
         let std_error = loop {
@@ -595,13 +964,16 @@ impl Language {
     /// TER variant). Exact up to rounding: n-gram by propagating the in-support share of
     /// uniformly random sequences over windows; HMM by the same propagation over the
     /// deterministic automaton of reachable hidden-state sets (subset construction), which
-    /// counts sequences rather than hidden paths. Errors with [`LanguageError::Intractable`]
-    /// when an HMM has more than 2^20 reachable state sets.
+    /// counts sequences rather than hidden paths; interval language in closed form,
+    /// `⌊L/k⌋ · log10(1 - p_v)`. `-inf` when no sequence of length `L` has positive
+    /// probability (impossible for languages that passed validation). Errors with
+    /// [`LanguageError::Intractable`] when an HMM has more than 2^20 reachable state sets.
     pub fn support_log10_density(&self, length: usize) -> Result<f64, LanguageError> {
         self.check_length(length)?;
         match &self.model {
             Model::NGram(m) => Ok(m.support_log10_density(length)),
             Model::Hmm(m) => m.support_log10_density(length),
+            Model::Interval(m) => Ok(m.support_log10_density(length)),
         }
     }
 
@@ -683,6 +1055,12 @@ impl Language {
                 let mut ws = hmm::Workspace::default();
                 for (b, (x, row)) in rows.enumerate() {
                     let outcome = m.marginals(x, row, &mut ws);
+                    record(b, outcome, row);
+                }
+            }
+            Model::Interval(m) => {
+                for (b, (x, row)) in rows.enumerate() {
+                    let outcome = m.marginals(x, row);
                     record(b, outcome, row);
                 }
             }

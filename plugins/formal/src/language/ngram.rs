@@ -215,7 +215,6 @@ impl NGram {
         threshold: f64,
         seed: u64,
     ) -> Result<Self, LanguageError> {
-        let n1 = order - 1;
         let mut normals = NormalStream::new(ChaCha8Rng::seed_from_u64(seed));
         let mut z = vec![0.0; nstates];
         normals.fill(&mut z);
@@ -239,6 +238,18 @@ impl NGram {
                 });
             }
         }
+        Ok(Self::from_tables(order, vocab, nstates, init, cond))
+    }
+
+    /// Builds the engine from validated tables (`nstates = vocab^(order-1)`, rows normalised).
+    pub(crate) fn from_tables(
+        order: usize,
+        vocab: usize,
+        nstates: usize,
+        init: Vec<f64>,
+        cond: Vec<f64>,
+    ) -> Self {
+        let n1 = order - 1;
         let span = (0..n1).map(|p| vocab.pow((n1 - 1 - p) as u32)).collect();
         let log_init = init.iter().map(|&p| numeric::ln0(p)).collect();
         let log_cond = cond.iter().map(|&p| numeric::ln0(p)).collect();
@@ -253,7 +264,7 @@ impl NGram {
                 cond_t[t * nstates + w] = p;
             }
         }
-        Ok(Self {
+        Self {
             order,
             vocab,
             nstates,
@@ -266,7 +277,7 @@ impl NGram {
             log_cond,
             support_step,
             guard,
-        })
+        }
     }
 
     /// Test hook: run every recursion in log space.
@@ -380,6 +391,9 @@ impl NGram {
         for _ in self.n1()..length {
             forward_step(&self.support_step, v, r, &d, &mut next, None);
             let s: f64 = next.iter().sum();
+            if s == 0.0 {
+                return f64::NEG_INFINITY;
+            }
             log10 += s.log10();
             next.iter_mut().for_each(|x| *x /= s);
             std::mem::swap(&mut d, &mut next);

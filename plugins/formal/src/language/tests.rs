@@ -25,7 +25,7 @@ fn all_table1() -> Vec<(String, Language)> {
 }
 
 /// Naive `q(x)`: table products for the n-gram, an unscaled sum-over-paths forward for the HMM.
-fn naive_prob(lang: &Language, x: &[u32]) -> f64 {
+pub(super) fn naive_prob(lang: &Language, x: &[u32]) -> f64 {
     let v = lang.vocab();
     let init = lang.initial_distribution();
     let trans = lang.transition_table();
@@ -57,7 +57,7 @@ fn naive_prob(lang: &Language, x: &[u32]) -> f64 {
     }
 }
 
-fn decode(mut idx: usize, v: usize, l: usize) -> Vec<u32> {
+pub(super) fn decode(mut idx: usize, v: usize, l: usize) -> Vec<u32> {
     let mut x = vec![0u32; l];
     for p in (0..l).rev() {
         x[p] = (idx % v) as u32;
@@ -67,7 +67,7 @@ fn decode(mut idx: usize, v: usize, l: usize) -> Vec<u32> {
 }
 
 /// Every sequence of length `l` with its naive probability.
-fn enumerate(lang: &Language, l: usize) -> Vec<(Vec<u32>, f64)> {
+pub(super) fn enumerate(lang: &Language, l: usize) -> Vec<(Vec<u32>, f64)> {
     let v = lang.vocab();
     (0..v.pow(l as u32))
         .map(|i| {
@@ -295,7 +295,11 @@ fn support_density_matches_enumeration() {
 }
 
 /// Brute-force marginals for one masked sequence: Σ over consistent sequences.
-fn brute_marginals(table: &[(Vec<u32>, f64)], masked: &[u32], v: usize) -> Option<Vec<f64>> {
+pub(super) fn brute_marginals(
+    table: &[(Vec<u32>, f64)],
+    masked: &[u32],
+    v: usize,
+) -> Option<Vec<f64>> {
     let mask = v as u32;
     let l = masked.len();
     let mut m = vec![0.0; l * v];
@@ -456,6 +460,7 @@ fn long_sequences_scaled_matches_log_space() {
                         g.marginals_log(&m, &mut b, &mut ws),
                     )
                 }
+                Model::Interval(_) => unreachable!("only Table 1 languages here"),
             };
             assert!(
                 matches!(ra, numeric::Outcome::Done),
@@ -564,7 +569,7 @@ fn same_seed_same_parameters_and_variants_share_draws() {
         assert_ne!(tables(&a), tables(&c), "{kind}");
 
         let ter = table1(kind, Variant::Ter, 42).unwrap();
-        let thr = a.threshold();
+        let thr = a.threshold().unwrap();
         let v = a.vocab();
         let row_lens: Vec<usize> = match a.order() {
             Some(_) => vec![a.initial_distribution().len(), v],
@@ -878,7 +883,18 @@ fn labels_and_ids() {
         (h.kind_label(), h.min_length(), h.hidden_states()),
         ("hmm-32".to_string(), 1, Some(32))
     );
-    assert_eq!((h.temperature(), h.threshold(), h.seed()), (3.2, 0.003, 1));
+    assert_eq!(
+        (h.temperature(), h.threshold(), h.seed()),
+        (Some(3.2), Some(0.003), Some(1))
+    );
+    assert_eq!(
+        h.origin(),
+        &Origin::Generated {
+            temperature: 3.2,
+            threshold: 0.003,
+            seed: 1
+        }
+    );
     assert_eq!("SER".parse::<Variant>(), Ok(Variant::Ser));
     assert_eq!(Variant::Ter.to_string(), "ter");
 }

@@ -1,0 +1,303 @@
+//! The plugin glue: tasks, the oracle through the SDK's samplers, the closed-form SER of the
+//! interval language.
+
+use super::*;
+use dlm_sdk::sampler::generate;
+use dlm_sdk::{GenerateRequest, SamplerSpec, TaskBinding};
+use serde_json::Value;
+
+fn open(task: &str, config: Value, length: usize) -> (LanguageTask, ModelOpenConfig) {
+    let mut t = LanguageTask::new(task, &config).unwrap();
+    let description = t.describe(length).unwrap();
+    let open = ModelOpenConfig {
+        config: Value::Null,
+        task: TaskBinding {
+            plugin: PLUGIN_NAME.into(),
+            task: task.into(),
+            config,
+            description,
+        },
+    };
+    (t, open)
+}
+
+fn request(sampler: &str, steps: usize, batch: usize, length: usize, seed: u64) -> GenerateRequest {
+    GenerateRequest {
+        batch_size: batch,
+        length,
+        sampler: SamplerSpec {
+            name: sampler.into(),
+            steps,
+            schedule: None,
+            params: Default::default(),
+        },
+        seed,
+        first_index: 0,
+        prompts: None,
+    }
+}
+
+/// Generates `n` samples with the oracle through the SDK and returns the empirical SER.
+fn oracle_ser(
+    task: &mut LanguageTask,
+    oracle: &mut Oracle,
+    sampler: &str,
+    steps: usize,
+    n: usize,
+    length: usize,
+) -> f64 {
+    let (seqs, reply) = generate(oracle, &request(sampler, steps, n, length, 17)).unwrap();
+    assert_eq!(seqs.len(), n);
+    assert!(reply.batch_nfe as usize <= steps);
+    let scores = task.score(&seqs).unwrap();
+    scores.iter().filter(|s| !s.in_support).count() as f64 / n as f64
+}
+
+/// `|empirical - p| <= 4` standard errors of a proportion from `n` samples.
+fn assert_within_4se(got: f64, p: f64, n: usize, what: &str) {
+    let se = (p * (1.0 - p) / n as f64).sqrt();
+    println!("{what}: empirical SER {got:.4}, closed form {p:.4}, SE {se:.4}");
+    assert!(
+        (got - p).abs() <= 4.0 * se,
+        "{what}: empirical {got} vs closed form {p} (4 SE = {})",
+        4.0 * se
+    );
+}
+
+#[test]
+fn interval_oracle_left_to_right_has_ser_zero() {
+    for (config, length) in [
+        (json!({"interval": 6, "vocab": 3}), 20),
+        (json!({"interval": 8}), 64),
+        (json!({"interval": 5, "vocab": 6, "modulus": 3}), 23),
+    ] {
+        let (mut task, open) = open("interval", config.clone(), length);
+        let mut oracle = Oracle::new(&open).unwrap();
+        let ser = oracle_ser(
+            &mut task,
+            &mut oracle,
+            "left_to_right",
+            length,
+            2000,
+            length,
+        );
+        assert_eq!(ser, 0.0, "{config}");
+    }
+}
+
+/// One step: every position is drawn independently from its all-masked (uniform) marginal, so
+/// SER = 1 - (1 - p_v)^⌊L/k⌋ (module documentation of `language`).
+#[test]
+fn interval_oracle_one_step_ser_matches_the_closed_form() {
+    let n = 20_000;
+    for (config, length, closed_form) in [
+        // V = 3, parity: p_v = 4/9; L = 20, k = 6: 3 complete intervals and a partial one.
+        (
+            json!({"interval": 6, "vocab": 3}),
+            20,
+            1.0 - (5.0f64 / 9.0).powi(3),
+        ),
+        // V = 8, parity: p_v = 1/2; two intervals: 3/4.
+        (json!({"interval": 8}), 16, 0.75),
+    ] {
+        let (mut task, open) = open("interval", config.clone(), length);
+        let p = task.language().interval_ddpm_ser(length, 1).unwrap();
+        assert!((p - closed_form).abs() < 1e-14);
+        let described = task.describe(length).unwrap();
+        assert_eq!(described.details["oracle_ddpm_ser_one_step"], json!(p));
+        let mut oracle = Oracle::new(&open).unwrap();
+        let ser = oracle_ser(&mut task, &mut oracle, "ddpm", 1, n, length);
+        assert_within_4se(ser, p, n, &format!("{config} ddpm@1"));
+    }
+}
+
+/// More steps: SER = 1 - (1 - p_v/T)^⌊L/k⌋ for `ddpm` and `ddpm_cache` (log-linear schedule).
+/// This also exercises the oracle's fallback: broken intervals must not disturb the others.
+#[test]
+fn interval_oracle_ddpm_ser_matches_the_closed_form_for_several_steps() {
+    let n = 20_000;
+    let (length, config) = (20, json!({"interval": 6, "vocab": 3}));
+    let (mut task, open) = open("interval", config, length);
+    let mut oracle = Oracle::new(&open).unwrap();
+    for (sampler, steps) in [("ddpm", 4), ("ddpm_cache", 3), ("ddpm_cache", 20)] {
+        let p = task.language().interval_ddpm_ser(length, steps).unwrap();
+        let ser = oracle_ser(&mut task, &mut oracle, sampler, steps, n, length);
+        assert_within_4se(ser, p, n, &format!("{sampler}@{steps}"));
+    }
+}
+
+#[test]
+fn interval_task_describes_itself_exactly() {
+    let mut task = LanguageTask::new("interval", &json!({"interval": 16})).unwrap();
+    let d = task.describe(512).unwrap();
+    assert_eq!((d.vocab_size, d.mask_id, d.length), (8, 8, 512));
+    assert!(d.entropy_exact && d.entropy_std_error == 0.0);
+    let want = 32.0 * (16.0 * 8f64.ln() - 2f64.ln());
+    assert!((d.entropy_nats.unwrap() - want).abs() < 1e-9);
+    assert!((d.support_log10_density.unwrap() - 32.0 * 0.5f64.log10()).abs() < 1e-12);
+    assert_eq!(d.details["complete_intervals"], json!(32));
+    assert_eq!(d.details["violation_probability"], json!(0.5));
+    assert!(d.label.contains("interval-16"));
+    // Reference samples are in the support and reproducible.
+    let req = SampleReferenceRequest {
+        n: 50,
+        length: 100,
+        seed: 1,
+        first_index: 0,
+    };
+    let a = task.sample_reference(&req).unwrap();
+    assert_eq!(a, task.sample_reference(&req).unwrap());
+    assert!(task.score(&a).unwrap().iter().all(|s| s.in_support));
+    for bad in [
+        json!({}),
+        json!({"interval": 1}),
+        json!({"interval": 4, "modulus": 9}),
+        json!({"interval": 4, "variant": "ser"}),
+    ] {
+        assert!(LanguageTask::new("interval", &bad).is_err(), "{bad}");
+    }
+}
+
+const BIGRAM: &str = "\
+kind: ngram
+vocab: 3
+order: 2
+initial: [1/2, 1/2, 0]
+transitions:
+  - [0, 1/2, 1/2]
+  - [1, 0, 0]
+  - [1/3, 1/3, 1/3]
+";
+
+#[test]
+fn file_task_and_its_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bigram.yaml");
+    std::fs::write(&path, BIGRAM).unwrap();
+    let path = path.to_str().unwrap().to_string();
+    let length = 12;
+    let (mut task, open) = open("file", json!({ "path": path }), length);
+    let d = task.describe(length).unwrap();
+    assert!(d.label.starts_with("bigram.yaml (2-gram"), "{}", d.label);
+    assert!(d.support_log10_density.unwrap() < 0.0 && d.entropy_exact);
+    assert_eq!(d.details["variant"], "ser");
+    // q by hand through the task's score: q(0,1,0) = 1/2 · 1/2 · 1.
+    let s = task.score(&[vec![0, 1, 0], vec![1, 1, 0]]).unwrap();
+    assert!((s[0].log_q.unwrap() - 0.25f64.ln()).abs() < 1e-15);
+    assert!(!s[1].in_support && s[1].log_q.is_none());
+
+    let mut oracle = Oracle::new(&open).unwrap();
+    assert_eq!(
+        oracle_ser(&mut task, &mut oracle, "left_to_right", length, 500, length),
+        0.0
+    );
+    // Parallel decoding breaks sequences; the smoothed fallback keeps the oracle answering.
+    let ser = oracle_ser(&mut task, &mut oracle, "ddpm", 2, 500, length);
+    assert!(ser > 0.2, "{ser}");
+
+    // The TER variant: smoothed tables, full support.
+    let mut ter = LanguageTask::new(
+        "file",
+        &json!({"path": path, "variant": "ter", "smoothing": 0.01}),
+    )
+    .unwrap();
+    let d = ter.describe(length).unwrap();
+    assert!(d.support_log10_density.unwrap().abs() < 1e-12);
+    assert!(d.label.contains("TER variant"));
+    let s = ter.score(&[vec![1, 1, 0]]).unwrap();
+    assert!(s[0].in_support);
+
+    // The oracle refuses a file that changed since the task was described.
+    std::fs::write(&path, BIGRAM.replace("[1/3, 1/3, 1/3]", "[1/2, 1/4, 1/4]")).unwrap();
+    let e = Oracle::new(&open).err().unwrap().0;
+    assert!(e.contains("changed since the task was described"), "{e}");
+
+    // Errors name the file.
+    for (config, fragment) in [
+        (json!({"path": dir.path().join("none.yaml")}), "none.yaml"),
+        (json!({}), "missing field `path`"),
+        (json!({"path": path, "smoothing": 0}), "smoothing"),
+        (json!({"path": path, "variant": "both"}), "unknown variant"),
+        (json!({"path": path, "seed": 1}), "unknown field `seed`"),
+    ] {
+        let e = LanguageTask::new("file", &config).err().unwrap().0;
+        assert!(e.contains(fragment), "{e}");
+    }
+    std::fs::write(&path, BIGRAM.replace("[1, 0, 0]", "[1, 0, 0.5]")).unwrap();
+    let e = LanguageTask::new("file", &json!({ "path": path }))
+        .err()
+        .unwrap()
+        .0;
+    assert!(
+        e.contains(&format!("{path}:7:")) && e.contains("row 1 of the transition table"),
+        "{e}"
+    );
+    // Too short for the language: the error names the file.
+    std::fs::write(
+        &path,
+        BIGRAM.replace("order: 2", "order: 3").replace(
+            "initial: [1/2, 1/2, 0]",
+            "initial: [1/9, 1/9, 1/9, 1/9, 1/9, 1/9, 1/9, 1/9, 1/9]",
+        ),
+    )
+    .unwrap();
+    let mut t = LanguageTask::new("file", &json!({ "path": path }));
+    assert!(t.is_err()); // 9 contexts need 9 transition rows
+    std::fs::write(&path, HMM).unwrap();
+    t = LanguageTask::new("file", &json!({ "path": path }));
+    let e = t.unwrap().describe(0).err().unwrap().0;
+    assert!(e.contains(&path) && e.contains("too short"), "{e}");
+}
+
+const HMM: &str = "\
+kind: hmm
+vocab: 2
+initial: [0.6, 0.4]
+transitions: [[0.7, 0.3], [0.2, 0.8]]
+emissions: [[0.9, 0.1], [0, 1]]
+";
+
+#[test]
+fn ngram_and_hmm_configs_keep_working() {
+    let mut t =
+        LanguageTask::new("ngram", &json!({"order": 2, "variant": "ser", "seed": 3})).unwrap();
+    let d = t.describe(12).unwrap();
+    assert_eq!(d.label, "2-gram (SER variant)");
+    assert_eq!(d.details["threshold"], json!(0.008));
+    assert_eq!(d.details["temperature"], json!(2.0));
+    assert_eq!(d.details["seed"], json!(3));
+    let t = LanguageTask::new(
+        "hmm",
+        &json!({"states": 4, "vocab": 3, "temperature": 1.5, "threshold": 0.01, "seed": 2}),
+    )
+    .unwrap();
+    assert_eq!(t.language().hidden_states(), Some(4));
+    assert_eq!(t.language().threshold(), Some(0.01));
+    let built = build_language("hmm", &Value::Null).unwrap();
+    assert_eq!(built.language.kind_label(), "hmm-32");
+    assert!(built.fallback.is_none());
+    let built = build_language("ngram", &json!({"order": 3, "variant": "ser"})).unwrap();
+    assert_eq!(built.fallback.unwrap().threshold(), Some(0.0));
+    let e = build_language("pcfg", &Value::Null).err().unwrap().0;
+    assert!(e.contains("ngram, hmm, file, interval"), "{e}");
+    assert!(build_language("ngram", &json!({})).is_err());
+    let names: Vec<String> = FormalPlugin::tasks().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, TASKS);
+}
+
+/// The pruned Table 1 bigram: the oracle's left-to-right samples are in the support, and
+/// parallel decoding goes through the TER fallback without errors.
+#[test]
+fn oracle_for_a_pruned_bigram() {
+    let (mut task, open) = open("ngram", json!({"order": 2, "variant": "ser"}), 16);
+    let mut oracle = Oracle::new(&open).unwrap();
+    assert_eq!(
+        oracle_ser(&mut task, &mut oracle, "left_to_right", 16, 200, 16),
+        0.0
+    );
+    let ser = oracle_ser(&mut task, &mut oracle, "ddpm", 1, 200, 16);
+    assert!(ser > 0.0);
+    let mut other = open.clone();
+    other.task.plugin = "someone-else".into();
+    assert!(Oracle::new(&other).is_err());
+}
