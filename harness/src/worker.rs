@@ -437,6 +437,7 @@ pub fn run_job(
         .context("cannot start a worker process")?;
     let mut seen_lines = 0usize;
     let mut last: Option<Event> = None;
+    let mut poll = Duration::from_micros(500);
     let status = loop {
         let exited = child.try_wait()?;
         // Read any new events (the file only grows).
@@ -466,7 +467,9 @@ pub fn run_job(
             let _ = child.wait();
             break None;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // Back off from 1 ms to 20 ms: short jobs finish promptly, long ones cost no CPU.
+        poll = (poll * 2).min(Duration::from_millis(20));
+        std::thread::sleep(poll);
     };
     let tail = log_tail(&log_path, 12);
     let outcome = match (status, last) {
