@@ -131,3 +131,52 @@ fn list_and_describe_show_plugin_descriptors() {
         text(&out)
     );
 }
+
+#[test]
+fn left_to_right_with_the_exact_oracle_never_leaves_any_pruned_language() {
+    let out = scratch("l2r-ser");
+    let dir = out.join("run");
+    let result = run(&[
+        "run",
+        "tests/suites/l2r-ser.yaml",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(result.status.success(), "{}", text(&result));
+    let s = summary(&dir);
+    for task in [
+        "2gram-ser",
+        "3gram-ser",
+        "4gram-ser",
+        "hmm-ser",
+        "hmm-pruned",
+        "interval-4",
+    ] {
+        let l2r = cell(&s, task, "oracle", Some("left_to_right"), None);
+        assert_eq!(
+            l2r["ser"], 0.0,
+            "{task}: left-to-right with the exact oracle"
+        );
+        assert_eq!(l2r["n"], 300);
+    }
+    // The same languages sampled fully in parallel do leave the support (except the Table 1
+    // HMM, whose threshold prunes table entries but no whole sequences).
+    for task in [
+        "2gram-ser",
+        "3gram-ser",
+        "4gram-ser",
+        "hmm-pruned",
+        "interval-4",
+    ] {
+        let one = cell(&s, task, "oracle", Some("ddpm_cache"), Some(1));
+        assert!(
+            one["ser"].as_f64().unwrap() > 0.3,
+            "{task}: one parallel step, SER {}",
+            one["ser"]
+        );
+    }
+    assert_eq!(
+        cell(&s, "hmm-ser", "oracle", Some("ddpm_cache"), Some(1))["ser"],
+        0.0
+    );
+}
