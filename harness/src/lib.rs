@@ -2,8 +2,11 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map. In one line: a [`suite`] expands into
 //! cells; [`run`] resolves and builds the [`plugins`], runs each cell in a [`worker`] process,
-//! appends per-sample rows to the run's [`results`], and computes [`metrics`] and the [`report`].
+//! appends per-sample rows to the run's [`results`], and computes [`metrics`] and the [`report`];
+//! [`compare`] sets two runs side by side and [`history`] follows many over time.
 
+pub mod compare;
+pub mod history;
 pub mod metrics;
 pub mod plugins;
 pub mod report;

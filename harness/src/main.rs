@@ -7,7 +7,7 @@ use dlm_bench::plugins::{self, Workspace};
 use dlm_bench::results::RunDir;
 use dlm_bench::run::{run, RunOptions};
 use dlm_bench::suite::PluginRef;
-use dlm_bench::{report, worker};
+use dlm_bench::{compare, history, report, worker};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,8 +54,39 @@ enum Cmd {
         #[arg(long)]
         plugin_profile: Option<String>,
     },
-    /// Recompute summary.json and report.html of a run directory from its samples.
+    /// Recompute summary.json, report.json and report.html of a run directory from its samples.
     Report { run_dir: PathBuf },
+    /// Compare two runs cell by cell: deltas with 95% CIs (paired per sample where the seeds
+    /// match) and a status per metric. Exits with 4 when anything regressed.
+    Compare {
+        /// The baseline run directory.
+        base: PathBuf,
+        /// The candidate run directory.
+        new: PathBuf,
+        /// Write an HTML report here (and its JSON twin next to it, same name with .json).
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Write the comparison as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write the new run's figures in Bencher Metric Format here.
+        #[arg(long)]
+        bmf: Option<PathBuf>,
+        /// Keep only rows whose status is a change (not "within noise" or "unchanged").
+        #[arg(long)]
+        only_changed: bool,
+        /// Relative noise floor for timings (default 0.10 = ±10%).
+        #[arg(long, default_value_t = dlm_bench::compare::DEFAULT_TIMING_NOISE)]
+        timing_noise: f64,
+    },
+    /// One page with every cell's headline metrics over the runs found in a directory.
+    History {
+        /// Directory holding run directories (searched three levels deep).
+        runs_dir: PathBuf,
+        /// Where to write the page (default RUNS_DIR/history.html); the JSON twin goes next to it.
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
     /// Internal: run one job in a worker process.
     #[command(hide = true)]
     Worker {
@@ -194,10 +225,52 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             let dir = RunDir::open(&run_dir)?;
             let summary = report::write_all(&dir, None).context("cannot write the report")?;
             println!(
-                "{} cells summarised; report: {}",
+                "{} cells summarised; report: {} (twins: summary.json, report.json)",
                 summary.len(),
                 dir.file("report.html").display()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Compare {
+            base,
+            new,
+            html,
+            json,
+            bmf,
+            only_changed,
+            timing_noise,
+        } => {
+            if !(timing_noise.is_finite() && timing_noise >= 0.0) {
+                anyhow::bail!("--timing-noise must be a non-negative number, got {timing_noise}");
+            }
+            let c = compare::run_compare(
+                &base,
+                &new,
+                &compare::Options {
+                    timing_noise,
+                    only_changed,
+                },
+                html.as_deref(),
+                json.as_deref(),
+                bmf.as_deref(),
+            )?;
+            print!("{}", c.text());
+            if let Some(h) = &html {
+                println!("comparison: {}", h.display());
+            }
+            Ok(ExitCode::from(c.exit_code()))
+        }
+        Cmd::History { runs_dir, html } => {
+            let (h, path) = history::run_history(&runs_dir, html.as_deref())?;
+            println!(
+                "{} runs, {} changes; history: {} (JSON twin next to it)",
+                h.runs.len(),
+                h.changes.len(),
+                path.display()
+            );
+            for s in &h.skipped {
+                eprintln!("skipped {s}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Worker { job, events } => {

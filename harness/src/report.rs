@@ -1,59 +1,1829 @@
-//! `summary.json` and the HTML report, both derived from the run directory's JSONL files.
+//! The run report: `summary.json`, `report.json` and a self-contained `report.html`, all
+//! derived from the run directory's JSONL files.
+//!
+//! The HTML is rendered with minijinja from `templates/` (compiled into the binary) with every
+//! value auto-escaped; plots are inline SVG generated here ([`svg`]), so the page needs no
+//! JavaScript, no fonts and no network. Layout: the run's identity, the verdict (per task and
+//! model × sampler: from how many steps the MDM matches the AR reference, and its speedup
+//! there), failed cells with their causes, then per task the plots, with the full table, the
+//! quality-vs-cost plots and sample sequences one click below (`<details>`).
 
-use crate::metrics::CellSummary;
-use crate::results::{write_atomic, CellStatus, RunDir, REPORT, SUMMARY};
+use crate::metrics::{self, CellSummary};
+use crate::results::{write_atomic, CellRecord, CellStatus, Manifest, RunDir, SampleRecord};
+use crate::results::{REPORT, SUMMARY};
 use crate::run::ordered_summary;
 use crate::suite::CellSpec;
 use anyhow::{Context, Result};
 use minijinja::{context, Environment};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use svg::{Chart, Frontier, HLine, Marker, Point, Scale, Series};
 
-/// The report template, compiled into the binary so a report can be written anywhere.
-const REPORT_TEMPLATE: &str = include_str!("../../templates/report.html");
+/// The machine-readable twin of `report.html`.
+pub const REPORT_JSON: &str = "report.json";
 
-/// Recompute the summary from the run's files and write `summary.json` and `report.html`.
+/// Sample sequences shown per cell.
+const SAMPLES_PER_CELL: usize = 4;
+
+/// All templates, compiled into the binary so a report can be written anywhere.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("style.css", include_str!("../../templates/style.css")),
+    ("report.html", include_str!("../../templates/report.html")),
+    ("compare.html", include_str!("../../templates/compare.html")),
+    ("history.html", include_str!("../../templates/history.html")),
+];
+
+/// The template environment shared by the run report, the comparison and the history page.
+/// Auto-escaping is on for every `*.html` template (minijinja decides by the name).
+pub fn environment() -> Result<Environment<'static>> {
+    let mut env = Environment::new();
+    for (name, text) in TEMPLATES {
+        env.add_template(name, text)?;
+    }
+    env.add_filter("num", |v: Option<f64>, digits: Option<usize>| -> String {
+        fmt_num(v, digits.unwrap_or(4))
+    });
+    env.add_filter("pct", |v: Option<f64>| -> String {
+        match v {
+            Some(x) if x.is_finite() => format!("{:+.1}%", 100.0 * x),
+            Some(x) if x.is_infinite() => "∞".to_string(),
+            _ => "—".to_string(),
+        }
+    });
+    env.add_filter(
+        "signed",
+        |v: Option<f64>, digits: Option<usize>| -> String {
+            match v {
+                Some(x) if x.is_finite() => format!("{x:+.*}", digits.unwrap_or(4)),
+                Some(x) if x > 0.0 => "+∞".to_string(),
+                Some(_) => "−∞".to_string(),
+                None => "—".to_string(),
+            }
+        },
+    );
+    env.add_filter("short", |v: Option<String>| -> String {
+        v.map(|s| s.chars().take(10).collect())
+            .unwrap_or_else(|| "unknown".to_string())
+    });
+    Ok(env)
+}
+
+/// A number as the report prints it: fixed digits, `—` for missing or not finite.
+pub fn fmt_num(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        Some(x) if x.is_infinite() => "∞".to_string(),
+        _ => "—".to_string(),
+    }
+}
+
+/// Recompute the summary from the run's files and write `summary.json`, `report.json` and
+/// `report.html`.
 pub fn write_all(dir: &RunDir, order: Option<&[CellSpec]>) -> Result<Vec<CellSummary>> {
     let (cells, samples) = dir.load_consistent()?;
     let summary = ordered_summary(&cells, &samples, order);
     write_atomic(&dir.file(SUMMARY), &serde_json::to_vec_pretty(&summary)?)?;
     let manifest = dir.read_manifest()?;
-    let html = render_report(&manifest, &summary)?;
+    let report = build(&manifest, &cells, &summary, &samples);
+    write_atomic(
+        &dir.file(REPORT_JSON),
+        &serde_json::to_vec_pretty(&report.twin(&manifest, &summary))?,
+    )?;
+    let html = render(&manifest, &report, &summary)?;
     write_atomic(&dir.file(REPORT), html.as_bytes())?;
     Ok(summary)
 }
 
-/// Render the run report. Every value is auto-escaped (the template name ends in `.html`).
+/// Render the run report from a manifest, the cell records, their summaries and the samples.
 pub fn render_report(
-    manifest: &crate::results::Manifest,
+    manifest: &Manifest,
+    cells: &[CellRecord],
     summary: &[CellSummary],
+    samples: &[SampleRecord],
 ) -> Result<String> {
-    let mut env = Environment::new();
-    env.add_template("report.html", REPORT_TEMPLATE)?;
-    env.add_filter("num", |v: Option<f64>, digits: Option<usize>| -> String {
-        match v {
-            Some(x) if x.is_finite() => format!("{x:.*}", digits.unwrap_or(4)),
-            _ => "—".to_string(),
-        }
-    });
-    let mut tasks: Vec<String> = Vec::new();
-    for s in summary {
-        if !tasks.contains(&s.task) {
-            tasks.push(s.task.clone());
-        }
-    }
+    let report = build(manifest, cells, summary, samples);
+    render(manifest, &report, summary)
+}
+
+fn render(manifest: &Manifest, report: &Report, summary: &[CellSummary]) -> Result<String> {
     let failed: Vec<&CellSummary> = summary
         .iter()
         .filter(|s| s.status == CellStatus::Failed)
         .collect();
-    let by_task: Vec<(String, Vec<&CellSummary>)> = tasks
-        .iter()
-        .map(|t| (t.clone(), summary.iter().filter(|s| &s.task == t).collect()))
-        .collect();
-    env.get_template("report.html")?
+    environment()?
+        .get_template("report.html")?
         .render(context! {
             manifest => manifest,
-            by_task => by_task,
+            report => report,
             failed => failed,
             total => summary.len(),
+            ok => summary.len() - failed.len(),
         })
         .context("cannot render the report")
+}
+
+/// Everything the template shows beyond the manifest and the summary rows.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub tasks: Vec<TaskSection>,
+    pub verdicts: Vec<Verdict>,
+    /// Series label → colour, for legends.
+    pub legend: Vec<LegendEntry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LegendEntry {
+    pub label: String,
+    pub color: String,
+    pub ar: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskSection {
+    pub name: String,
+    pub anchor: String,
+    pub label: String,
+    pub vocab_size: Option<usize>,
+    pub lengths: Vec<usize>,
+    pub optimal_ter: Option<f64>,
+    pub support_log10_density: Option<f64>,
+    pub details: Option<String>,
+    pub verdict_lines: Vec<String>,
+    pub legend: Vec<LegendEntry>,
+    /// TER / SER / speedup against steps.
+    pub plots: Vec<Plot>,
+    /// Quality against cost (NFE, wall seconds).
+    pub cost_plots: Vec<Plot>,
+    pub rows: Vec<CellSummary>,
+    pub ar_units: Vec<String>,
+    pub samples: Vec<CellSamples>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Plot {
+    pub title: String,
+    /// Inline SVG, generated by [`svg`] with every text escaped.
+    pub svg: Option<String>,
+    /// Shown under the plot (omitted points, or why there is no plot).
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CellSamples {
+    pub key: String,
+    pub unit: String,
+    pub n: usize,
+    pub shown: Vec<SampleView>,
+}
+
+/// One sample sequence, split around its first invalid position for highlighting.
+#[derive(Debug, Serialize)]
+pub struct SampleView {
+    pub index: u64,
+    pub before: String,
+    pub bad: String,
+    pub after: String,
+    pub log_q: Option<f64>,
+    pub in_support: bool,
+    pub first_invalid: Option<usize>,
+    /// Task-specific fields (`extra`) as JSON text; shown escaped.
+    pub extra: Option<String>,
+}
+
+/// The verdict for one model × sampler series of a task.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub task: String,
+    pub anchor: String,
+    pub series: String,
+    pub baseline: Option<String>,
+    pub baseline_ter: Option<f64>,
+    pub baseline_ser: Option<f64>,
+    pub optimal_ter: Option<f64>,
+    /// Fewest steps from which TER (SER) matches the baseline at every larger step count.
+    pub ter_match_steps: Option<usize>,
+    pub ser_match_steps: Option<usize>,
+    /// Fewest steps matching in both, and the speedup and NFE there.
+    pub match_steps: Option<usize>,
+    pub match_speedup: Option<f64>,
+    pub match_nfe: Option<f64>,
+    pub fewest_steps: Option<usize>,
+    pub fewest_ter: Option<f64>,
+    pub fewest_ter_infinite: bool,
+    pub fewest_ser: Option<f64>,
+    pub fewest_speedup: Option<f64>,
+    pub sentence: String,
+}
+
+impl Report {
+    /// `report.json`: the verdicts, plot notes and the summary, without the SVG.
+    pub fn twin(&self, manifest: &Manifest, summary: &[CellSummary]) -> serde_json::Value {
+        let tasks: Vec<serde_json::Value> = self
+            .tasks
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "task": t.name,
+                    "label": t.label,
+                    "optimal_ter": t.optimal_ter,
+                    "verdict": t.verdict_lines,
+                    "plots": t.plots.iter().chain(&t.cost_plots).map(|p| serde_json::json!({
+                        "title": p.title, "drawn": p.svg.is_some(), "note": p.note,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "format": "dlm-bench report 1",
+            "run": identity(manifest),
+            "verdicts": self.verdicts,
+            "tasks": tasks,
+            "failed": summary.iter().filter(|s| s.status == CellStatus::Failed)
+                .map(|s| serde_json::json!({"key": s.key, "unit": s.unit, "cause": s.cause}))
+                .collect::<Vec<_>>(),
+            "cells": summary,
+        })
+    }
+}
+
+/// A run's identity as the JSON twins record it (the manifest without the suite text).
+pub fn identity(m: &Manifest) -> serde_json::Value {
+    serde_json::json!({
+        "suite": m.suite_name,
+        "suite_path": m.suite_path,
+        "suite_hash": m.suite_hash,
+        "git_commit": m.git_commit,
+        "git_dirty": m.git_dirty,
+        "dlm_bench_version": m.dlm_bench_version,
+        "plugins": m.plugins.iter().map(|p| serde_json::json!({
+            "name": p.name, "version": p.version, "api_version": p.api_version, "device": p.device,
+        })).collect::<Vec<_>>(),
+        "device": m.device,
+        "host": m.host,
+        "cpus": m.cpus,
+        "toolchain": m.toolchain,
+        "seeds": m.seeds,
+        "started_at": m.started_at,
+        "finished_at": m.finished_at,
+    })
+}
+
+/// The label of a cell's line in the plots: `model · sampler`, plus the length and seed when
+/// the task has several.
+fn series_label(s: &CellSummary, many_lengths: bool, many_seeds: bool) -> String {
+    let mut label = format!(
+        "{} · {}",
+        s.model,
+        s.sampler.as_deref().unwrap_or("ground truth")
+    );
+    if many_lengths {
+        label.push_str(&format!(" · L={}", s.length));
+    }
+    if many_seeds {
+        label.push_str(&format!(" · seed {}", s.seed));
+    }
+    label
+}
+
+fn overlaps(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> bool {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
+        _ => false,
+    }
+}
+
+/// Assemble the report's sections from the summary rows.
+pub fn build(
+    manifest: &Manifest,
+    cells: &[CellRecord],
+    summary: &[CellSummary],
+    samples: &[SampleRecord],
+) -> Report {
+    let _ = manifest;
+    let ar_units: HashSet<&str> = cells
+        .iter()
+        .filter(|c| !c.cell.is_reference() && metrics::is_ar_cell(c))
+        .map(|c| c.unit.as_str())
+        .collect();
+    let record: HashMap<&str, &CellRecord> = cells.iter().map(|c| (c.unit.as_str(), c)).collect();
+    let mut by_unit: HashMap<&str, Vec<&SampleRecord>> = HashMap::new();
+    for s in samples {
+        by_unit.entry(s.unit.as_str()).or_default().push(s);
+    }
+
+    let mut task_names: Vec<&str> = Vec::new();
+    for s in summary {
+        if !task_names.contains(&s.task.as_str()) {
+            task_names.push(&s.task);
+        }
+    }
+    // Colours by series label, stable across tasks.
+    let all_lengths: HashSet<usize> = summary.iter().map(|s| s.length).collect();
+    let all_seeds: HashSet<u64> = summary.iter().map(|s| s.seed).collect();
+    let (many_lengths, many_seeds) = (all_lengths.len() > 1, all_seeds.len() > 1);
+    let mut colors: BTreeMap<String, String> = BTreeMap::new();
+    let mut legend: Vec<LegendEntry> = Vec::new();
+    for s in summary
+        .iter()
+        .filter(|s| s.model != "reference" && s.status == CellStatus::Ok)
+    {
+        let label = series_label(s, many_lengths, many_seeds);
+        if !colors.contains_key(&label) {
+            let color = svg::PALETTE[colors.len() % svg::PALETTE.len()].to_string();
+            colors.insert(label.clone(), color.clone());
+            legend.push(LegendEntry {
+                label,
+                color,
+                ar: ar_units.contains(s.unit.as_str()),
+            });
+        }
+    }
+
+    let mut tasks = Vec::new();
+    let mut verdicts = Vec::new();
+    for task in task_names {
+        let rows: Vec<&CellSummary> = summary.iter().filter(|s| s.task == task).collect();
+        let description = rows
+            .iter()
+            .find_map(|r| record.get(r.unit.as_str()))
+            .and_then(|c| c.task_description.as_ref())
+            .or_else(|| {
+                rows.iter()
+                    .filter_map(|r| record.get(r.unit.as_str()))
+                    .find_map(|c| c.task_description.as_ref())
+            });
+        let optimal_ter = rows.iter().find_map(|r| r.optimal_ter);
+        let ok: Vec<&CellSummary> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.status == CellStatus::Ok)
+            .collect();
+        let is_ar = |r: &CellSummary| ar_units.contains(r.unit.as_str());
+        let ar: Vec<&CellSummary> = ok
+            .iter()
+            .copied()
+            .filter(|r| r.model != "reference" && is_ar(r))
+            .collect();
+        // MDM series: model × sampler (× length × seed), points sorted by steps.
+        let mut series: Vec<(String, Vec<&CellSummary>)> = Vec::new();
+        for r in ok
+            .iter()
+            .copied()
+            .filter(|r| r.model != "reference" && !is_ar(r) && r.steps.is_some())
+        {
+            let label = series_label(r, many_lengths, many_seeds);
+            match series.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, v)) => v.push(r),
+                None => series.push((label, vec![r])),
+            }
+        }
+        for (_, v) in &mut series {
+            v.sort_by_key(|r| r.steps);
+        }
+        let color = |label: &str| colors.get(label).cloned().unwrap_or_else(|| "#333".into());
+        let all_steps: Vec<f64> = series
+            .iter()
+            .flat_map(|(_, v)| v.iter().filter_map(|r| r.steps.map(|s| s as f64)))
+            .collect();
+        let steps_hint = (!all_steps.is_empty()).then(|| {
+            (
+                all_steps.iter().copied().fold(f64::INFINITY, f64::min),
+                all_steps.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )
+        });
+
+        // Verdicts.
+        let mut verdict_lines = Vec::new();
+        for (label, points) in &series {
+            let first = points[0];
+            let baseline = ar
+                .iter()
+                .copied()
+                .find(|a| a.length == first.length && a.seed == first.seed);
+            let v = verdict(
+                task,
+                label,
+                points,
+                baseline,
+                optimal_ter,
+                many_lengths || many_seeds,
+            );
+            verdict_lines.push(v.sentence.clone());
+            verdicts.push(v);
+        }
+        if series.is_empty() {
+            verdict_lines.push(if ok.is_empty() {
+                "No cell of this task finished.".to_string()
+            } else {
+                "No diffusion (step-count) cell finished for this task.".to_string()
+            });
+        }
+
+        // Plots against steps.
+        let ar_lines = |value: &dyn Fn(&CellSummary) -> Option<f64>,
+                        ci: &dyn Fn(&CellSummary) -> Option<(f64, f64)>|
+         -> Vec<HLine> {
+            ar.iter()
+                .filter_map(|a| {
+                    let y = value(a)?;
+                    let label = series_label(a, many_lengths, many_seeds);
+                    Some(HLine {
+                        text_left: false,
+                        y,
+                        band: ci(a),
+                        label: format!("AR {label}"),
+                        color: color(&label),
+                        dash: "6 3",
+                        text: format!("AR {}", fmt_num(Some(y), 3)),
+                    })
+                })
+                .collect()
+        };
+        let optimal_line = |lines: &mut Vec<HLine>| {
+            if let Some(o) = optimal_ter {
+                lines.push(HLine {
+                    text_left: true,
+                    y: o,
+                    band: None,
+                    label: "optimal TER (exact)".into(),
+                    color: "#111".into(),
+                    dash: "2 3",
+                    text: format!("optimal {}", fmt_num(Some(o), 3)),
+                });
+            }
+        };
+        let steps_series = |value: &dyn Fn(&CellSummary) -> Option<f64>,
+                            ci: &dyn Fn(&CellSummary) -> Option<(f64, f64)>,
+                            what: &str,
+                            digits: usize|
+         -> (Vec<Series>, Vec<String>) {
+            let mut out = Vec::new();
+            let mut omitted = Vec::new();
+            for (label, points) in &series {
+                let mut pts = Vec::new();
+                let mut missing = Vec::new();
+                for r in points {
+                    let steps = r.steps.unwrap_or(0) as f64;
+                    match value(r) {
+                        Some(y) if y.is_finite() => {
+                            let band = ci(r);
+                            pts.push(Point {
+                                x: steps,
+                                y,
+                                lo: band.map(|b| b.0),
+                                hi: band.map(|b| b.1),
+                                tip: format!(
+                                    "{label}, {} steps: {what} {}{}",
+                                    r.steps.unwrap_or(0),
+                                    fmt_num(Some(y), digits),
+                                    band.map(|(a, b)| format!(
+                                        " [{}, {}]",
+                                        fmt_num(Some(a), digits),
+                                        fmt_num(Some(b), digits)
+                                    ))
+                                    .unwrap_or_default()
+                                ),
+                            })
+                        }
+                        _ => missing.push(r.steps.unwrap_or(0).to_string()),
+                    }
+                }
+                if !missing.is_empty() {
+                    omitted.push(format!("{label} at {} steps", missing.join(", ")));
+                }
+                out.push(Series {
+                    name: label.clone(),
+                    color: color(label),
+                    points: pts,
+                    line: true,
+                    band: true,
+                    marker: Marker::Circle,
+                });
+            }
+            (out, omitted)
+        };
+
+        let mut plots = Vec::new();
+        // TER against steps.
+        {
+            let (s, omitted) = steps_series(&|r| r.ter, &|r| r.ter_ci, "TER", 4);
+            let mut hl = ar_lines(&|r| r.ter, &|r| r.ter_ci);
+            optimal_line(&mut hl);
+            let inf_ar: Vec<String> = ar
+                .iter()
+                .filter(|a| a.ter.is_none())
+                .map(|a| series_label(a, many_lengths, many_seeds))
+                .collect();
+            let mut notes = Vec::new();
+            if !omitted.is_empty() {
+                notes.push(format!(
+                    "Not drawn — TER is infinite (some samples have q(x) = 0): {}.",
+                    omitted.join("; ")
+                ));
+            }
+            if !inf_ar.is_empty() {
+                notes.push(format!("AR with infinite TER: {}.", inf_ar.join(", ")));
+            }
+            let drawn = s.iter().any(|x| !x.points.is_empty());
+            let y_scale = ter_scale(&s, &hl);
+            let chart = Chart {
+                title: format!("{task}: TER vs steps"),
+                x_label: "sampling steps (log scale)".into(),
+                y_label: format!(
+                    "TER (generative perplexity{})",
+                    if y_scale == Scale::Log10 { ", log" } else { "" }
+                ),
+                x_scale: Scale::Log2,
+                y_scale,
+                y_zero: false,
+                series: s,
+                hlines: hl,
+                frontier: None,
+                x_hint: steps_hint,
+                message: (!drawn && !omitted.is_empty())
+                    .then(|| "TER infinite at every step count (samples with q = 0)".to_string()),
+            };
+            plots.push(Plot {
+                title: "TER vs steps".into(),
+                svg: chart.has_data().then(|| chart.render()),
+                note: if chart.has_data() {
+                    (!notes.is_empty()).then(|| notes.join(" "))
+                } else {
+                    Some(format!(
+                        "No finite TER to plot. {}",
+                        if notes.is_empty() {
+                            String::new()
+                        } else {
+                            notes.join(" ")
+                        }
+                    ))
+                },
+            });
+        }
+        // SER against steps.
+        {
+            let all_zero = ok.iter().all(|r| r.ser.unwrap_or(0.0) == 0.0);
+            let (s, _) = steps_series(&|r| r.ser, &|r| r.ser_ci, "SER", 3);
+            let hl = ar_lines(&|r| r.ser, &|r| r.ser_ci);
+            let chart = Chart {
+                title: format!("{task}: SER vs steps"),
+                x_label: "sampling steps (log scale)".into(),
+                y_label: "SER (share of samples with q = 0)".into(),
+                x_scale: Scale::Log2,
+                y_scale: Scale::Linear,
+                y_zero: true,
+                series: s,
+                hlines: hl,
+                frontier: None,
+                x_hint: steps_hint,
+                message: None,
+            };
+            let n_max = ok.iter().map(|r| r.n).max().unwrap_or(0);
+            plots.push(if all_zero {
+                Plot {
+                    title: "SER vs steps".into(),
+                    svg: None,
+                    note: Some(format!(
+                        "SER is 0 in every cell (no sample left the language's support; 95% upper bound {} at n = {n_max}), so there is no SER plot.",
+                        fmt_num(Some(metrics::wilson_ci(0, n_max).1), 3)
+                    )),
+                }
+            } else {
+                Plot {
+                    title: "SER vs steps".into(),
+                    svg: chart.has_data().then(|| chart.render()),
+                    note: (!chart.has_data()).then(|| "No SER to plot.".to_string()),
+                }
+            });
+        }
+        // Speedup against steps.
+        {
+            let (s, _) = steps_series(&|r| r.speedup, &|_| None, "speedup ×", 2);
+            let hl = vec![HLine {
+                text_left: false,
+                y: 1.0,
+                band: None,
+                label: "AR throughput".into(),
+                color: "#666".into(),
+                dash: "6 3",
+                text: "AR = 1×".into(),
+            }];
+            let chart = Chart {
+                title: format!("{task}: speedup vs steps"),
+                x_label: "sampling steps (log scale)".into(),
+                y_label: "tokens/s relative to AR (log)".into(),
+                x_scale: Scale::Log2,
+                y_scale: Scale::Log2,
+                y_zero: false,
+                series: s,
+                hlines: hl,
+                frontier: None,
+                x_hint: steps_hint,
+                message: None,
+            };
+            let has = chart.series.iter().any(|s| !s.points.is_empty());
+            plots.push(Plot {
+                title: "Speedup vs steps".into(),
+                svg: has.then(|| chart.render()),
+                note: (!has).then(|| {
+                    "No speedup to plot (no AR cell with the same task, length, seed and batch size finished)."
+                        .to_string()
+                }),
+            });
+        }
+
+        // Quality against cost: every non-reference cell as a point, AR cells as squares.
+        let mut cost_plots = Vec::new();
+        let cost_defs: [(&str, &str, Scale); 2] = [
+            ("NFE", "network calls per sample (log)", Scale::Log2),
+            ("wall", "wall seconds for the cell (log)", Scale::Log10),
+        ];
+        let ser_all_zero = ok.iter().all(|r| r.ser.unwrap_or(0.0) == 0.0);
+        for quality in ["TER", "SER"] {
+            if quality == "SER" && ser_all_zero {
+                cost_plots.push(Plot {
+                    title: "SER vs cost".into(),
+                    svg: None,
+                    note: Some("SER is 0 in every cell, so there are no SER-vs-cost plots.".into()),
+                });
+                continue;
+            }
+            for (cost, cost_label, cost_scale) in cost_defs {
+                let value = |r: &CellSummary| -> Option<(f64, Option<(f64, f64)>)> {
+                    match quality {
+                        "TER" => r.ter.map(|v| (v, r.ter_ci)),
+                        _ => r.ser.map(|v| (v, r.ser_ci)),
+                    }
+                };
+                let x_of = |r: &CellSummary| -> Option<f64> {
+                    match cost {
+                        "NFE" => r.nfe,
+                        _ => r.wall_seconds,
+                    }
+                };
+                let mut s_out = Vec::new();
+                let mut omitted = 0usize;
+                let mut push_series = |label: &str, pts: &[&CellSummary], marker: Marker| {
+                    let mut points = Vec::new();
+                    for r in pts {
+                        match (x_of(r), value(r)) {
+                            (Some(x), Some((y, ci))) if x > 0.0 && y.is_finite() => {
+                                points.push(Point {
+                                    x,
+                                    y,
+                                    lo: ci.map(|c| c.0),
+                                    hi: ci.map(|c| c.1),
+                                    tip: format!(
+                                        "{label}{}: {quality} {}, {cost} {}",
+                                        r.steps.map(|s| format!(", {s} steps")).unwrap_or_default(),
+                                        fmt_num(Some(y), 4),
+                                        fmt_num(Some(x), 3)
+                                    ),
+                                })
+                            }
+                            _ => omitted += 1,
+                        }
+                    }
+                    s_out.push(Series {
+                        name: label.to_string(),
+                        color: color(label),
+                        points,
+                        line: marker == Marker::Circle,
+                        band: false,
+                        marker,
+                    });
+                };
+                for (label, pts) in &series {
+                    push_series(label, pts, Marker::Circle);
+                }
+                for a in &ar {
+                    let label = series_label(a, many_lengths, many_seeds);
+                    push_series(&label, &[*a], Marker::Square);
+                }
+                let mut hl = Vec::new();
+                if quality == "TER" {
+                    optimal_line(&mut hl);
+                }
+                let all_zero = quality == "SER" && ok.iter().all(|r| r.ser.unwrap_or(0.0) == 0.0);
+                let y_scale = if quality == "TER" {
+                    ter_scale(&s_out, &hl)
+                } else {
+                    Scale::Linear
+                };
+                let chart = Chart {
+                    title: format!("{task}: {quality} vs {cost}"),
+                    x_label: cost_label.into(),
+                    y_label: if y_scale == Scale::Log10 {
+                        format!("{quality} (log)")
+                    } else {
+                        quality.into()
+                    },
+                    x_scale: cost_scale,
+                    y_scale,
+                    y_zero: quality == "SER",
+                    series: s_out,
+                    hlines: hl,
+                    frontier: match (quality, optimal_ter) {
+                        ("TER", Some(o)) => Some(Frontier::Toward(o)),
+                        ("TER", None) => Some(Frontier::Lower),
+                        _ => Some(Frontier::Lower),
+                    },
+                    x_hint: None,
+                    message: None,
+                };
+                let has = chart.series.iter().any(|s| !s.points.is_empty());
+                cost_plots.push(Plot {
+                    title: format!("{quality} vs {cost}"),
+                    svg: (has && !all_zero).then(|| chart.render()),
+                    note: if all_zero {
+                        Some("SER is 0 in every cell.".into())
+                    } else if !has {
+                        Some(format!("No finite {quality} to plot."))
+                    } else if omitted > 0 {
+                        Some(format!(
+                            "{omitted} cell(s) not drawn ({quality} infinite or no cost). Ringed: the efficiency–accuracy frontier (cells no cheaper cell beats in {}).",
+                            if quality == "TER" { "closeness to the optimal TER" } else { "SER" }
+                        ))
+                    } else {
+                        Some(format!(
+                            "Ringed: the efficiency–accuracy frontier (cells no cheaper cell beats in {}).",
+                            if quality == "TER" { "closeness to the optimal TER" } else { "SER" }
+                        ))
+                    },
+                });
+            }
+        }
+
+        // Sample sequences.
+        let vocab = description.map(|d| d.vocab_size);
+        let compact = vocab.is_some_and(|v| v <= 10);
+        let samples_view: Vec<CellSamples> = ok
+            .iter()
+            .map(|r| {
+                let mut rows = by_unit.get(r.unit.as_str()).cloned().unwrap_or_default();
+                rows.sort_by_key(|s| s.index);
+                let mut chosen: Vec<&SampleRecord> = rows.iter().copied().take(2).collect();
+                for s in rows.iter().filter(|s| !s.in_support) {
+                    if chosen.len() >= SAMPLES_PER_CELL {
+                        break;
+                    }
+                    if !chosen.iter().any(|c| c.index == s.index) {
+                        chosen.push(s);
+                    }
+                }
+                for s in rows.iter() {
+                    if chosen.len() >= SAMPLES_PER_CELL {
+                        break;
+                    }
+                    if !chosen.iter().any(|c| c.index == s.index) {
+                        chosen.push(s);
+                    }
+                }
+                chosen.sort_by_key(|s| s.index);
+                CellSamples {
+                    key: r.key.clone(),
+                    unit: r.unit.clone(),
+                    n: rows.len(),
+                    shown: chosen
+                        .into_iter()
+                        .map(|s| sample_view(s, compact))
+                        .collect(),
+                }
+            })
+            .collect();
+
+        let mut lengths: Vec<usize> = rows.iter().map(|r| r.length).collect();
+        lengths.sort();
+        lengths.dedup();
+        let task_legend: Vec<LegendEntry> = legend
+            .iter()
+            .filter(|l| {
+                rows.iter().any(|r| {
+                    r.model != "reference"
+                        && r.status == CellStatus::Ok
+                        && series_label(r, many_lengths, many_seeds) == l.label
+                })
+            })
+            .map(|l| LegendEntry {
+                label: l.label.clone(),
+                color: l.color.clone(),
+                ar: l.ar,
+            })
+            .collect();
+        tasks.push(TaskSection {
+            name: task.to_string(),
+            anchor: format!("task-{}", anchor(task)),
+            label: description.map(|d| d.label.clone()).unwrap_or_default(),
+            vocab_size: vocab,
+            lengths,
+            optimal_ter,
+            support_log10_density: description.and_then(|d| d.support_log10_density),
+            details: description
+                .filter(|d| !d.details.is_null())
+                .map(|d| d.details.to_string()),
+            verdict_lines,
+            legend: task_legend,
+            plots,
+            cost_plots,
+            rows: rows.iter().map(|r| (*r).clone()).collect(),
+            ar_units: rows
+                .iter()
+                .filter(|r| is_ar(r))
+                .map(|r| r.unit.clone())
+                .collect(),
+            samples: samples_view,
+        });
+    }
+    Report {
+        tasks,
+        verdicts,
+        legend,
+    }
+}
+
+/// TER axes go logarithmic when the values span more than a factor of 4 (one-step samplers
+/// reach many times the optimum; the interesting part is near it).
+fn ter_scale(series: &[Series], hlines: &[HLine]) -> Scale {
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.y))
+        .chain(hlines.iter().map(|h| h.y))
+        .filter(|y| y.is_finite() && *y > 0.0)
+        .collect();
+    let (lo, hi) = ys
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(a, b), &y| (a.min(y), b.max(y)));
+    if !ys.is_empty() && hi / lo > 4.0 {
+        Scale::Log10
+    } else {
+        Scale::Linear
+    }
+}
+
+/// An HTML id fragment: letters, digits and `-`.
+pub fn anchor(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+fn sample_view(s: &SampleRecord, compact: bool) -> SampleView {
+    let join = |toks: &[u32]| -> String {
+        let parts: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
+        parts.join(if compact { "" } else { " " })
+    };
+    let (before, bad, after) = match s.first_invalid {
+        Some(i) if i < s.tokens.len() => (
+            join(&s.tokens[..i]),
+            s.tokens[i].to_string(),
+            join(&s.tokens[i + 1..]),
+        ),
+        _ => (join(&s.tokens), String::new(), String::new()),
+    };
+    let sep = |text: String| {
+        if !compact && !text.is_empty() {
+            format!(" {text}")
+        } else {
+            text
+        }
+    };
+    SampleView {
+        index: s.index,
+        before: if !compact && !bad.is_empty() && !before.is_empty() {
+            format!("{before} ")
+        } else {
+            before
+        },
+        bad,
+        after: sep(after),
+        log_q: s.log_q,
+        in_support: s.in_support,
+        first_invalid: s.first_invalid,
+        extra: (!s.extra.is_empty()).then(|| serde_json::to_string(&s.extra).unwrap_or_default()),
+    }
+}
+
+/// The verdict of one MDM series against its AR baseline (or the exact optimum without one).
+fn verdict(
+    task: &str,
+    label: &str,
+    points: &[&CellSummary],
+    baseline: Option<&CellSummary>,
+    optimal_ter: Option<f64>,
+    qualify_baseline: bool,
+) -> Verdict {
+    let ter_ok = |r: &CellSummary| -> bool {
+        match baseline {
+            Some(b) => r.ter.is_some() && overlaps(r.ter_ci, b.ter_ci),
+            None => match (r.ter_ci, optimal_ter) {
+                (Some((lo, hi)), Some(o)) => lo <= o && o <= hi,
+                _ => false,
+            },
+        }
+    };
+    let ser_ok = |r: &CellSummary| -> bool {
+        match baseline {
+            Some(b) => overlaps(r.ser_ci, b.ser_ci),
+            None => r.ser_ci.is_some_and(|(lo, _)| lo == 0.0),
+        }
+    };
+    // Fewest steps from which the test holds at every larger step count.
+    let from = |test: &dyn Fn(&CellSummary) -> bool| -> Option<usize> {
+        let mut best = None;
+        for r in points.iter().rev() {
+            if test(r) {
+                best = r.steps;
+            } else {
+                break;
+            }
+        }
+        best
+    };
+    let ter_match = from(&ter_ok);
+    let ser_match = from(&ser_ok);
+    let both = from(&|r| ter_ok(r) && ser_ok(r));
+    let at = |steps: Option<usize>| points.iter().find(|r| r.steps == steps && steps.is_some());
+    let matched = at(both);
+    let fewest = points[0];
+    let against = match baseline {
+        Some(b) => {
+            let l = series_label(b, qualify_baseline, qualify_baseline);
+            format!("AR ({l})")
+        }
+        None => "the exact optimum (no AR cell)".to_string(),
+    };
+    let steps_word = |s: usize| {
+        if s == 1 {
+            "1 step".to_string()
+        } else {
+            format!("{s} steps")
+        }
+    };
+    let within = if baseline.is_some() {
+        "within the AR's 95% CI"
+    } else {
+        "consistent with the optimum"
+    };
+    let describe = |m: Option<usize>, what: &str, closest: String| -> String {
+        match m {
+            Some(s) if Some(s) == fewest.steps && points.len() > 1 => {
+                format!("{what} {within} at every step count")
+            }
+            Some(s) if Some(s) == fewest.steps => format!("{what} {within}"),
+            Some(s) => format!("{what} {within} from {} on", steps_word(s)),
+            None => format!("{what} never {within}{closest}"),
+        }
+    };
+    // The finite point closest to the baseline, for "never" verdicts.
+    let closest = |value: &dyn Fn(&CellSummary) -> Option<f64>, target: Option<f64>, digits| {
+        let target = match target {
+            Some(t) => t,
+            None => return String::new(),
+        };
+        points
+            .iter()
+            .filter_map(|r| value(r).filter(|v| v.is_finite()).map(|v| (r, v)))
+            .min_by(|a, b| (a.1 - target).abs().total_cmp(&(b.1 - target).abs()))
+            .map(|(r, v)| {
+                format!(
+                    " (closest: {} at {} vs {})",
+                    fmt_num(Some(v), digits),
+                    steps_word(r.steps.unwrap_or(0)),
+                    fmt_num(Some(target), digits)
+                )
+            })
+            .unwrap_or_default()
+    };
+    let ter_target = baseline.and_then(|b| b.ter).or(optimal_ter);
+    let ser_target = baseline.and_then(|b| b.ser).or(Some(0.0));
+    let mut sentence = format!(
+        "{label} vs {against}: {}; {}",
+        describe(ter_match, "TER", closest(&|r| r.ter, ter_target, 3)),
+        describe(ser_match, "SER", closest(&|r| r.ser, ser_target, 3))
+    );
+    if let Some(m) = matched {
+        sentence.push_str(&format!(
+            ". With both, from {}: {} network calls per sample{}",
+            steps_word(m.steps.unwrap_or(0)),
+            fmt_num(m.nfe, 1),
+            match (m.speedup, baseline.and_then(|b| b.nfe)) {
+                (Some(sp), Some(bn)) =>
+                    format!(" (AR: {}), {:.2}× AR's tokens/s", fmt_num(Some(bn), 0), sp),
+                (Some(sp), None) => format!(", {sp:.2}× AR's tokens/s"),
+                _ => String::new(),
+            }
+        ));
+    }
+    if points.len() > 1 || matched.is_none() {
+        sentence.push_str(&format!(
+            ". At {}: TER {}, SER {}{}",
+            steps_word(fewest.steps.unwrap_or(0)),
+            match fewest.ter {
+                Some(t) => fmt_num(Some(t), 3),
+                None if fewest.zero_probability_samples > 0 => format!(
+                    "∞ ({} of {} samples with q = 0)",
+                    fewest.zero_probability_samples, fewest.n
+                ),
+                None => "—".into(),
+            },
+            fmt_num(fewest.ser, 3),
+            fewest
+                .speedup
+                .map(|s| format!(", {s:.2}× AR's tokens/s"))
+                .unwrap_or_default()
+        ));
+    }
+    sentence.push('.');
+    if let Some(o) = optimal_ter {
+        let below: Vec<String> = points
+            .iter()
+            .filter(|r| r.ter_ci.is_some_and(|(_, hi)| hi < o))
+            .map(|r| r.steps.unwrap_or(0).to_string())
+            .collect();
+        if !below.is_empty() {
+            sentence.push_str(&format!(
+                " TER below the optimum (at {} steps): those samples are less diverse than the language — generative perplexity rewards repetition.",
+                below.join(", ")
+            ));
+        }
+    }
+    Verdict {
+        task: task.to_string(),
+        anchor: format!("task-{}", anchor(task)),
+        series: label.to_string(),
+        baseline: baseline.map(|b| b.key.clone()),
+        baseline_ter: baseline.and_then(|b| b.ter),
+        baseline_ser: baseline.and_then(|b| b.ser),
+        optimal_ter,
+        ter_match_steps: ter_match,
+        ser_match_steps: ser_match,
+        match_steps: both,
+        match_speedup: matched.and_then(|m| m.speedup),
+        match_nfe: matched.and_then(|m| m.nfe),
+        fewest_steps: fewest.steps,
+        fewest_ter: fewest.ter,
+        fewest_ter_infinite: fewest.ter.is_none() && fewest.zero_probability_samples > 0,
+        fewest_ser: fewest.ser,
+        fewest_speedup: fewest.speedup,
+        sentence,
+    }
+}
+
+/// Inline SVG charts: no JavaScript, no fonts beyond the page's, every text escaped.
+pub mod svg {
+    use std::fmt::Write;
+
+    /// Colour-blind-friendly categorical palette (Tableau 10).
+    pub const PALETTE: [&str; 10] = [
+        "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+        "#9c755f", "#bab0ac",
+    ];
+
+    /// Escape text for SVG/HTML content and attributes.
+    pub fn esc(s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#39;"),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Scale {
+        Linear,
+        Log2,
+        Log10,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Marker {
+        Circle,
+        Square,
+    }
+
+    #[derive(Debug, Clone)]
+    pub struct Point {
+        pub x: f64,
+        pub y: f64,
+        pub lo: Option<f64>,
+        pub hi: Option<f64>,
+        /// Hover text (`<title>`).
+        pub tip: String,
+    }
+
+    #[derive(Debug, Clone)]
+    pub struct Series {
+        pub name: String,
+        pub color: String,
+        pub points: Vec<Point>,
+        /// Join the points.
+        pub line: bool,
+        /// Draw the CI as a shaded band (otherwise as error bars).
+        pub band: bool,
+        pub marker: Marker,
+    }
+
+    /// A horizontal reference line, optionally with a shaded band (its CI).
+    #[derive(Debug, Clone)]
+    pub struct HLine {
+        /// Draw `text` at the left end instead of the right end.
+        pub text_left: bool,
+        pub y: f64,
+        pub band: Option<(f64, f64)>,
+        /// Hover text.
+        pub label: String,
+        pub color: String,
+        pub dash: &'static str,
+        /// Short text drawn at the line's right end.
+        pub text: String,
+    }
+
+    #[derive(Debug, Clone)]
+    pub struct Chart {
+        pub title: String,
+        pub x_label: String,
+        pub y_label: String,
+        pub x_scale: Scale,
+        pub y_scale: Scale,
+        /// Include 0 in the y range.
+        pub y_zero: bool,
+        pub series: Vec<Series>,
+        pub hlines: Vec<HLine>,
+        /// Mark the efficiency–accuracy frontier of all points (lower x is better; y by the rule).
+        pub frontier: Option<Frontier>,
+        /// Stretch the x range over these data values (e.g. every step count of the task).
+        pub x_hint: Option<(f64, f64)>,
+        /// Text drawn in the middle of the plot area (e.g. why no line is drawn).
+        pub message: Option<String>,
+    }
+
+    /// What "better" means on the y axis for the frontier.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Frontier {
+        /// Lower is better (SER).
+        Lower,
+        /// Closer to this value is better (TER: the exact optimum; below it means samples less
+        /// diverse than the language).
+        Toward(f64),
+    }
+
+    /// A data range `(min, max)`.
+    type Range = (f64, f64);
+
+    const W: f64 = 440.0;
+    const H: f64 = 290.0;
+    const ML: f64 = 56.0;
+    const MR: f64 = 16.0;
+    const MT: f64 = 26.0;
+    const MB: f64 = 42.0;
+
+    fn tr(scale: Scale, v: f64) -> f64 {
+        match scale {
+            Scale::Linear => v,
+            Scale::Log2 => v.log2(),
+            Scale::Log10 => v.log10(),
+        }
+    }
+
+    fn valid(scale: Scale, v: f64) -> bool {
+        v.is_finite() && (scale == Scale::Linear || v > 0.0)
+    }
+
+    /// A short tick label.
+    pub fn tick_label(v: f64) -> String {
+        let a = v.abs();
+        if a == 0.0 {
+            "0".into()
+        } else if a >= 10_000.0 {
+            format!("{:.0}k", v / 1000.0)
+        } else if (v - v.round()).abs() < 1e-9 * a.max(1.0) {
+            format!("{v:.0}")
+        } else if a >= 1.0 {
+            let s = format!("{v:.2}");
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            let digits = (-(a.log10().floor()) as usize + 2).min(6);
+            let s = format!("{v:.digits$}");
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+    }
+
+    fn nice_step(range: f64, target: f64) -> f64 {
+        let raw = range / target;
+        let mag = 10f64.powf(raw.log10().floor());
+        let f = raw / mag;
+        let nice = if f <= 1.0 {
+            1.0
+        } else if f <= 2.0 {
+            2.0
+        } else if f <= 5.0 {
+            5.0
+        } else {
+            10.0
+        };
+        nice * mag
+    }
+
+    /// Domain (in transformed units) and tick values (in data units) of an axis.
+    pub fn axis(scale: Scale, min: f64, max: f64, zero: bool) -> ((f64, f64), Vec<f64>) {
+        match scale {
+            Scale::Linear => {
+                let (mut lo, mut hi) = (min, max);
+                if zero {
+                    lo = lo.min(0.0);
+                    hi = hi.max(0.0);
+                }
+                if hi - lo < 1e-12 {
+                    let pad = (hi.abs() * 0.1).max(if zero { 0.05 } else { 1e-3 });
+                    hi += pad;
+                    if !(zero && lo == 0.0) {
+                        lo -= pad;
+                    }
+                }
+                let step = nice_step(hi - lo, 5.0);
+                let lo = (lo / step).floor() * step;
+                let hi = (hi / step).ceil() * step;
+                let mut ticks = Vec::new();
+                let mut t = lo;
+                while t <= hi + step * 1e-6 {
+                    ticks.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
+                    t += step;
+                }
+                ((lo, hi), ticks)
+            }
+            Scale::Log2 => {
+                let (mut lo, mut hi) = (tr(scale, min).floor(), tr(scale, max).ceil());
+                if hi - lo < 1.0 {
+                    lo -= 0.5;
+                    hi += 0.5;
+                }
+                let (e0, e1) = (lo.ceil() as i32, hi.floor() as i32);
+                let every = (((e1 - e0) as f64) / 8.0).ceil().max(1.0) as i32;
+                let ticks: Vec<f64> = (e0..=e1)
+                    .filter(|e| (e - e0) % every == 0)
+                    .map(|e| 2f64.powi(e))
+                    .collect();
+                ((lo, hi), ticks)
+            }
+            Scale::Log10 => {
+                let (mut lo, mut hi) = (min.log10(), max.log10());
+                if hi - lo < 0.3 {
+                    let mid = (hi + lo) / 2.0;
+                    lo = mid - 0.15;
+                    hi = mid + 0.15;
+                }
+                let pad = (hi - lo) * 0.05;
+                let (lo, hi) = (lo - pad, hi + pad);
+                let mut ticks = Vec::new();
+                let mults: &[f64] = if hi - lo <= 0.7 {
+                    &[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+                } else if hi - lo <= 2.5 {
+                    &[1.0, 2.0, 5.0]
+                } else {
+                    &[1.0]
+                };
+                for e in (lo.floor() as i32)..=(hi.ceil() as i32) {
+                    for m in mults {
+                        let v = m * 10f64.powi(e);
+                        if v.log10() >= lo && v.log10() <= hi {
+                            ticks.push(v);
+                        }
+                    }
+                }
+                ((lo, hi), ticks)
+            }
+        }
+    }
+
+    impl Chart {
+        /// Whether anything would be drawn besides reference lines.
+        pub fn has_data(&self) -> bool {
+            self.series.iter().any(|s| !s.points.is_empty()) || !self.hlines.is_empty()
+        }
+
+        pub fn render(&self) -> String {
+            let (xs, ys) = self.extent();
+            let xs = match (xs, self.x_hint) {
+                (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+                (None, h) => h,
+                (x, None) => x,
+            };
+            let (xmin, xmax) = xs.unwrap_or((1.0, 2.0));
+            let (ymin, ymax) = ys.unwrap_or((0.0, 1.0));
+            let ((x0, x1), xticks) = axis(self.x_scale, xmin, xmax, false);
+            let ((y0, y1), yticks) = axis(self.y_scale, ymin, ymax, self.y_zero);
+            let (pw, ph) = (W - ML - MR, H - MT - MB);
+            let px = |v: f64| ML + (tr(self.x_scale, v) - x0) / (x1 - x0) * pw;
+            let py = |v: f64| MT + ph - (tr(self.y_scale, v) - y0) / (y1 - y0) * ph;
+            let cy = |v: f64| py(v).clamp(MT, MT + ph);
+            let mut s = String::new();
+            let _ = write!(
+                s,
+                r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><title>{t}</title>"##,
+                t = esc(&self.title)
+            );
+            let _ = write!(
+                s,
+                r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="#fff" stroke="#bbb"/>"##
+            );
+            // Grid and ticks.
+            for &t in &xticks {
+                let x = px(t);
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x:.1}" y1="{MT}" x2="{x:.1}" y2="{b:.1}" stroke="#eee"/><text x="{x:.1}" y="{ty:.1}" font-size="10" text-anchor="middle" fill="#555">{l}</text>"##,
+                    b = MT + ph,
+                    ty = MT + ph + 13.0,
+                    l = esc(&tick_label(t))
+                );
+            }
+            for &t in &yticks {
+                let y = py(t);
+                let _ = write!(
+                    s,
+                    r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="#eee"/><text x="{tx:.1}" y="{ty:.1}" font-size="10" text-anchor="end" fill="#555">{l}</text>"##,
+                    r = ML + pw,
+                    tx = ML - 4.0,
+                    ty = y + 3.5,
+                    l = esc(&tick_label(t))
+                );
+            }
+            // Title and axis labels.
+            let _ = write!(
+                s,
+                r##"<text x="{ML}" y="16" font-size="12" font-weight="600" fill="#222">{}</text>"##,
+                esc(&self.title)
+            );
+            let _ = write!(
+                s,
+                r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#333">{}</text>"##,
+                esc(&self.x_label),
+                x = ML + pw / 2.0,
+                y = H - 8.0
+            );
+            let _ = write!(
+                s,
+                r##"<text transform="translate(13 {y:.1}) rotate(-90)" font-size="11" text-anchor="middle" fill="#333">{}</text>"##,
+                esc(&self.y_label),
+                y = MT + ph / 2.0
+            );
+            let _ = write!(
+                s,
+                r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
+            );
+            // Reference lines.
+            for h in &self.hlines {
+                if !valid(self.y_scale, h.y) {
+                    continue;
+                }
+                if let Some((lo, hi)) = h.band {
+                    if valid(self.y_scale, lo) && valid(self.y_scale, hi) {
+                        let _ = write!(
+                            s,
+                            r##"<rect x="{ML}" y="{y:.1}" width="{pw}" height="{hh:.1}" fill="{c}" fill-opacity="0.12"/>"##,
+                            y = cy(hi),
+                            hh = (cy(lo) - cy(hi)).max(0.5),
+                            c = esc(&h.color)
+                        );
+                    }
+                }
+                let y = py(h.y);
+                let _ = write!(
+                    s,
+                    r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="{d}"><title>{t}</title></line><text x="{tx:.1}" y="{ty:.1}" font-size="9.5" text-anchor="{anchor}" fill="{c}" stroke="#fff" stroke-width="2.5" paint-order="stroke">{text}</text>"##,
+                    r = ML + pw,
+                    c = esc(&h.color),
+                    d = h.dash,
+                    t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
+                    tx = if h.text_left { ML + 3.0 } else { ML + pw - 3.0 },
+                    anchor = if h.text_left { "start" } else { "end" },
+                    ty = y - 3.0,
+                    text = esc(&h.text)
+                );
+            }
+            // Frontier: halos around the cells no other cell beats in both cost and quality.
+            if let Some(rule) = self.frontier {
+                let pts: Vec<(f64, f64)> = self
+                    .series
+                    .iter()
+                    .flat_map(|s| s.points.iter())
+                    .filter(|p| valid(self.x_scale, p.x) && valid(self.y_scale, p.y))
+                    .map(|p| (p.x, p.y))
+                    .collect();
+                let front = frontier(&pts, rule);
+                if !front.is_empty() {
+                    let mut d = String::new();
+                    for (i, (x, y)) in front.iter().enumerate() {
+                        let _ = write!(
+                            d,
+                            "{}{:.1},{:.1}",
+                            if i == 0 { "M" } else { " L" },
+                            px(*x),
+                            py(*y)
+                        );
+                        let _ = write!(
+                            s,
+                            r##"<circle cx="{:.1}" cy="{:.1}" r="7.5" fill="#000" fill-opacity="0.10" stroke="#777" stroke-width="1"/>"##,
+                            px(*x),
+                            py(*y)
+                        );
+                    }
+                    if front.len() > 1 {
+                        let _ = write!(
+                            s,
+                            r##"<path d="{d}" fill="none" stroke="#888" stroke-width="1" stroke-dasharray="3 3"/>"##
+                        );
+                    }
+                }
+            }
+            // Series: bands, lines, error bars, markers.
+            for ser in &self.series {
+                let c = esc(&ser.color);
+                let pts: Vec<&Point> = ser
+                    .points
+                    .iter()
+                    .filter(|p| valid(self.x_scale, p.x) && valid(self.y_scale, p.y))
+                    .collect();
+                if ser.band && pts.len() > 1 {
+                    let with: Vec<&&Point> = pts
+                        .iter()
+                        .filter(|p| {
+                            p.lo.is_some_and(|v| valid(self.y_scale, v))
+                                && p.hi.is_some_and(|v| valid(self.y_scale, v))
+                        })
+                        .collect();
+                    if with.len() > 1 {
+                        let mut d = String::new();
+                        for (i, p) in with.iter().enumerate() {
+                            let _ = write!(
+                                d,
+                                "{}{:.1},{:.1}",
+                                if i == 0 { "M" } else { " L" },
+                                px(p.x),
+                                cy(p.hi.unwrap_or(p.y))
+                            );
+                        }
+                        for p in with.iter().rev() {
+                            let _ = write!(d, " L{:.1},{:.1}", px(p.x), cy(p.lo.unwrap_or(p.y)));
+                        }
+                        let _ = write!(
+                            s,
+                            r##"<path d="{d} Z" fill="{c}" fill-opacity="0.16" stroke="none"/>"##
+                        );
+                    }
+                }
+                if ser.line && pts.len() > 1 {
+                    let mut d = String::new();
+                    for (i, p) in pts.iter().enumerate() {
+                        let _ = write!(
+                            d,
+                            "{}{:.1},{:.1}",
+                            if i == 0 { "M" } else { " L" },
+                            px(p.x),
+                            py(p.y)
+                        );
+                    }
+                    let _ = write!(
+                        s,
+                        r##"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.8"/>"##
+                    );
+                }
+                for p in &pts {
+                    let (x, y) = (px(p.x), py(p.y));
+                    if !ser.band || pts.len() == 1 {
+                        if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
+                            if valid(self.y_scale, lo) && valid(self.y_scale, hi) {
+                                let _ = write!(
+                                    s,
+                                    r##"<path d="M{x:.1},{a:.1} V{b:.1} M{l:.1},{a:.1} H{r:.1} M{l:.1},{b:.1} H{r:.1}" stroke="{c}" stroke-width="1" fill="none"/>"##,
+                                    a = cy(lo),
+                                    b = cy(hi),
+                                    l = x - 3.0,
+                                    r = x + 3.0
+                                );
+                            }
+                        }
+                    }
+                    match ser.marker {
+                        Marker::Circle => {
+                            let _ = write!(
+                                s,
+                                r##"<circle cx="{x:.1}" cy="{y:.1}" r="3.2" fill="{c}" stroke="#fff" stroke-width="0.8"><title>{t}</title></circle>"##,
+                                t = esc(&p.tip)
+                            );
+                        }
+                        Marker::Square => {
+                            let _ = write!(
+                                s,
+                                r##"<rect x="{a:.1}" y="{b:.1}" width="8" height="8" fill="{c}" stroke="#222" stroke-width="0.8"><title>{t}</title></rect>"##,
+                                a = x - 4.0,
+                                b = y - 4.0,
+                                t = esc(&p.tip)
+                            );
+                        }
+                    }
+                }
+            }
+            s.push_str("</svg>");
+            if let Some(m) = &self.message {
+                let _ = write!(
+                    s,
+                    r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#666" stroke="#fff" stroke-width="3" paint-order="stroke">{}</text>"##,
+                    esc(m),
+                    x = ML + pw / 2.0,
+                    y = MT + ph / 2.0
+                );
+            }
+            s.push_str("</svg>");
+            s
+        }
+
+        /// Data extent of x and y over points (with CIs) and reference lines.
+        fn extent(&self) -> (Option<Range>, Option<Range>) {
+            let mut xs: Vec<f64> = Vec::new();
+            let mut ys: Vec<f64> = Vec::new();
+            for ser in &self.series {
+                for p in &ser.points {
+                    if !valid(self.x_scale, p.x) || !valid(self.y_scale, p.y) {
+                        continue;
+                    }
+                    xs.push(p.x);
+                    ys.push(p.y);
+                    for v in [p.lo, p.hi].into_iter().flatten() {
+                        if valid(self.y_scale, v) {
+                            ys.push(v);
+                        }
+                    }
+                }
+            }
+            for h in &self.hlines {
+                if valid(self.y_scale, h.y) {
+                    ys.push(h.y);
+                }
+                if let Some((lo, hi)) = h.band {
+                    ys.extend([lo, hi].into_iter().filter(|v| valid(self.y_scale, *v)));
+                }
+            }
+            let range = |v: &[f64]| {
+                (!v.is_empty()).then(|| {
+                    (
+                        v.iter().copied().fold(f64::INFINITY, f64::min),
+                        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    )
+                })
+            };
+            (range(&xs), range(&ys))
+        }
+    }
+
+    /// The points (sorted by x) that no other point beats in both x (lower is better) and y.
+    pub fn frontier(points: &[(f64, f64)], rule: Frontier) -> Vec<(f64, f64)> {
+        let badness = |y: f64| match rule {
+            Frontier::Lower => y,
+            Frontier::Toward(t) => (y - t).abs(),
+        };
+        let mut pts = points.to_vec();
+        pts.sort_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then(badness(a.1).total_cmp(&badness(b.1)))
+        });
+        let mut front: Vec<(f64, f64)> = Vec::new();
+        let mut best = f64::INFINITY;
+        for p in pts {
+            if badness(p.1) < best {
+                best = badness(p.1);
+                front.push(p);
+            }
+        }
+        front
+    }
+
+    /// A sparkline: values over runs with an optional CI band, marked points and vertical
+    /// markers (e.g. commit changes). `None` values leave gaps.
+    pub struct Spark<'a> {
+        pub values: &'a [Option<f64>],
+        pub bands: &'a [Option<(f64, f64)>],
+        /// Indices of points to mark as changes.
+        pub changed: &'a [usize],
+        /// Indices where a vertical marker is drawn (before that point), with its colour.
+        pub markers: &'a [(usize, &'a str)],
+        pub tips: &'a [String],
+        pub color: &'a str,
+    }
+
+    pub const SPARK_W: f64 = 170.0;
+    pub const SPARK_H: f64 = 38.0;
+
+    impl Spark<'_> {
+        pub fn render(&self) -> String {
+            let n = self.values.len();
+            let mut ys: Vec<f64> = self.values.iter().flatten().copied().collect();
+            for b in self.bands.iter().flatten() {
+                ys.push(b.0);
+                ys.push(b.1);
+            }
+            ys.retain(|v| v.is_finite());
+            let (mut lo, mut hi) = if ys.is_empty() {
+                (0.0, 1.0)
+            } else {
+                (
+                    ys.iter().copied().fold(f64::INFINITY, f64::min),
+                    ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                )
+            };
+            if hi - lo < 1e-12 {
+                let pad = (hi.abs() * 0.05).max(1e-6);
+                lo -= pad;
+                hi += pad;
+            }
+            let (pad_x, pad_y) = (5.0, 5.0);
+            let px = |i: usize| {
+                if n <= 1 {
+                    SPARK_W / 2.0
+                } else {
+                    pad_x + i as f64 / (n - 1) as f64 * (SPARK_W - 2.0 * pad_x)
+                }
+            };
+            let py = |v: f64| SPARK_H - pad_y - (v - lo) / (hi - lo) * (SPARK_H - 2.0 * pad_y);
+            let mut s = String::new();
+            let _ = write!(
+                s,
+                r##"<svg xmlns="http://www.w3.org/2000/svg" class="spark" viewBox="0 0 {SPARK_W} {SPARK_H}" width="{SPARK_W}" height="{SPARK_H}">"##
+            );
+            for &(i, color) in self.markers {
+                let x = (px(i) + px(i.saturating_sub(1))) / 2.0;
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x:.1}" y1="1" x2="{x:.1}" y2="{b:.1}" stroke="{c}" stroke-width="1" stroke-dasharray="2 2"/>"##,
+                    b = SPARK_H - 1.0,
+                    c = esc(color)
+                );
+            }
+            // Band.
+            let mut upper = String::new();
+            let mut lower = Vec::new();
+            for (i, b) in self.bands.iter().enumerate() {
+                if let Some((a, c)) = b {
+                    if a.is_finite() && c.is_finite() {
+                        let _ = write!(
+                            upper,
+                            "{}{:.1},{:.1}",
+                            if upper.is_empty() { "M" } else { " L" },
+                            px(i),
+                            py(*c)
+                        );
+                        lower.push((px(i), py(*a)));
+                    }
+                }
+            }
+            if lower.len() > 1 {
+                for (x, y) in lower.iter().rev() {
+                    let _ = write!(upper, " L{x:.1},{y:.1}");
+                }
+                let _ = write!(
+                    s,
+                    r##"<path d="{upper} Z" fill="{c}" fill-opacity="0.18"/>"##,
+                    c = esc(self.color)
+                );
+            }
+            let mut d = String::new();
+            let mut pen = false;
+            for (i, v) in self.values.iter().enumerate() {
+                match v {
+                    Some(v) if v.is_finite() => {
+                        let _ = write!(
+                            d,
+                            "{}{:.1},{:.1}",
+                            if pen { " L" } else { " M" },
+                            px(i),
+                            py(*v)
+                        );
+                        pen = true;
+                    }
+                    _ => pen = false,
+                }
+            }
+            if !d.is_empty() {
+                let _ = write!(
+                    s,
+                    r##"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.5"/>"##,
+                    c = esc(self.color)
+                );
+            }
+            for (i, v) in self.values.iter().enumerate() {
+                if let Some(v) = v.filter(|v| v.is_finite()) {
+                    let changed = self.changed.contains(&i);
+                    let _ = write!(
+                        s,
+                        r##"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{f}" stroke="{st}" stroke-width="1"><title>{t}</title></circle>"##,
+                        x = px(i),
+                        y = py(v),
+                        r = if changed { 3.6 } else { 2.2 },
+                        f = if changed { "#d62728" } else { self.color },
+                        st = if changed { "#7a0000" } else { "none" },
+                        t = esc(self.tips.get(i).map(String::as_str).unwrap_or(""))
+                    );
+                }
+            }
+            s.push_str("</svg>");
+            s
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn escapes_text() {
+            assert_eq!(
+                esc("<script>alert('x')</script> & \""),
+                "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;"
+            );
+        }
+
+        #[test]
+        fn frontier_keeps_undominated_points() {
+            let pts = [(1.0, 0.9), (2.0, 0.5), (3.0, 0.6), (4.0, 0.1)];
+            assert_eq!(
+                frontier(&pts, Frontier::Lower),
+                vec![(1.0, 0.9), (2.0, 0.5), (4.0, 0.1)]
+            );
+            // Toward 2.0: 1.5 (distance 0.5) beats 3.0 (distance 1.0) at higher cost.
+            let pts = [(1.0, 3.0), (2.0, 1.5), (3.0, 2.1)];
+            assert_eq!(
+                frontier(&pts, Frontier::Toward(2.0)),
+                vec![(1.0, 3.0), (2.0, 1.5), (3.0, 2.1)]
+            );
+        }
+
+        #[test]
+        fn axes_cover_the_data_with_readable_ticks() {
+            let ((lo, hi), ticks) = axis(Scale::Linear, 1.93, 3.41, false);
+            assert!(lo <= 1.93 && hi >= 3.41, "{lo} {hi}");
+            assert!(ticks.len() >= 3 && ticks.len() <= 11, "{ticks:?}");
+            let (_, ticks) = axis(Scale::Log2, 1.0, 64.0, false);
+            assert_eq!(ticks, vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]);
+            let ((lo, hi), _) = axis(Scale::Linear, 0.0, 0.0, true);
+            assert!(lo == 0.0 && hi > 0.0);
+            assert_eq!(tick_label(0.25), "0.25");
+            assert_eq!(tick_label(16.0), "16");
+            assert_eq!(tick_label(0.125), "0.125");
+            assert_eq!(tick_label(0.0625), "0.0625");
+            assert_eq!(tick_label(0.2), "0.2");
+        }
+
+        #[test]
+        fn chart_escapes_labels_and_skips_non_finite_points() {
+            let c = Chart {
+                title: "<b>t</b>".into(),
+                x_label: "x".into(),
+                y_label: "y".into(),
+                x_scale: Scale::Log2,
+                y_scale: Scale::Linear,
+                y_zero: false,
+                series: vec![Series {
+                    name: "s".into(),
+                    color: "#000".into(),
+                    points: vec![
+                        Point {
+                            x: 1.0,
+                            y: 2.0,
+                            lo: Some(1.5),
+                            hi: Some(2.5),
+                            tip: "<i>".into(),
+                        },
+                        Point {
+                            x: 2.0,
+                            y: f64::INFINITY,
+                            lo: None,
+                            hi: None,
+                            tip: String::new(),
+                        },
+                    ],
+                    line: true,
+                    band: true,
+                    marker: Marker::Circle,
+                }],
+                hlines: vec![],
+                frontier: Some(Frontier::Lower),
+                x_hint: None,
+                message: None,
+            };
+            let svg = c.render();
+            assert!(svg.contains("&lt;b&gt;t&lt;/b&gt;") && !svg.contains("<b>"));
+            assert!(svg.contains("&lt;i&gt;") && !svg.contains("<i>"));
+            assert!(!svg.contains("NaN") && !svg.contains("inf"));
+            // One marker (the infinite point is skipped), ringed as the whole frontier.
+            assert_eq!(svg.matches("r=\"3.2\"").count(), 1);
+            assert_eq!(svg.matches("r=\"7.5\"").count(), 1);
+        }
+    }
 }
