@@ -1,0 +1,27 @@
+//! Neural models for dlm-bench on Burn 0.22: a masked diffusion transformer (MDLM training,
+//! SUBS parameterisation, no time conditioning) and an autoregressive transformer of the same
+//! architecture with a KV cache.
+//!
+//! * [`model`] — the network ([`Transformer`]), the SUBS output, the KV cache;
+//! * [`train`] — the MDLM and next-token losses and the training loop ([`train::train`]);
+//! * [`checkpoint`] — checkpoint files with a fingerprinted JSON header;
+//! * [`plugin`] — the `dlm-neural` plugin: models `mdm` (every SDK denoiser sampler) and `ar`.
+//!
+//! Open configs: `{checkpoint: PATH, fingerprint?: HEX}` for a trained model, or
+//! `{init: cpu | paper | {hidden, layers, heads, ff_mult?, max_length?}, seed?}` for an untrained
+//! one (useful for timing); both take `device` (`flex` by default) and, for `ar`, `kv_cache`.
+
+pub mod checkpoint;
+pub mod model;
+pub mod plugin;
+pub mod train;
+
+pub use checkpoint::{Checkpoint, CheckpointHeader, ModelIdentity};
+pub use model::{ModelKind, NetConfig, Transformer};
+pub use plugin::{ArGenerator, MdmDenoiser, NeuralPlugin, OpenConfig};
+pub use train::{train, TrainConfig, TrainProgress};
+
+dlm_sdk::export_plugin!(plugin::NeuralPlugin);
+
+#[cfg(test)]
+mod tests;

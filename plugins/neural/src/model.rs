@@ -1,0 +1,395 @@
+//! The network: a pre-norm transformer with token and learned position embeddings, shared by
+//! the masked diffusion model (bidirectional attention, SUBS output) and the autoregressive
+//! model (causal attention, next-token output, KV cache).
+//!
+//! Token ids `0..vocab` are real tokens; id `vocab` is the mask token of the MDM and the
+//! beginning-of-sequence token of the AR model, so the embedding table has `vocab + 1` rows.
+//! The output head has `vocab + 1` logits; the last one (mask / BOS) is always suppressed.
+//! There is no time conditioning: the MDM's output does not depend on the diffusion time,
+//! which is what makes MDLM's `ddpm_cache` valid.
+
+use burn::module::{Module, Param};
+use burn::nn::{LayerNorm, LayerNormConfig};
+use burn::tensor::activation::{gelu, log_softmax};
+use burn::tensor::module::{attention, embedding, linear};
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// Log-probability given to impossible tokens (SUBS): large and finite, so `0 · it` is 0.
+pub const NEG_INF: f32 = -1e6;
+
+/// Which of the two models a network is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// Masked diffusion model: bidirectional attention, SUBS parameterisation, MDLM loss.
+    Mdm,
+    /// Autoregressive model: causal attention, next-token loss.
+    Ar,
+}
+
+impl ModelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelKind::Mdm => "mdm",
+            ModelKind::Ar => "ar",
+        }
+    }
+}
+
+/// Architecture of the transformer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetConfig {
+    /// Width of the residual stream.
+    pub hidden: usize,
+    /// Number of transformer blocks.
+    pub layers: usize,
+    /// Number of attention heads (`hidden` must be divisible by it).
+    pub heads: usize,
+    /// Feed-forward width as a multiple of `hidden`.
+    #[serde(default = "default_ff_mult")]
+    pub ff_mult: usize,
+    /// Longest sequence the position table covers; `None` = the task's length.
+    #[serde(default)]
+    pub max_length: Option<usize>,
+}
+
+fn default_ff_mult() -> usize {
+    4
+}
+
+impl NetConfig {
+    /// The paper's model (Feng et al., appendix E): hidden 512, 8 layers, 8 heads, ff 4×.
+    pub fn paper() -> Self {
+        NetConfig {
+            hidden: 512,
+            layers: 8,
+            heads: 8,
+            ff_mult: 4,
+            max_length: None,
+        }
+    }
+
+    /// A CPU-sized model with the same shape: hidden 128, 4 layers, 4 heads, ff 4×.
+    pub fn cpu() -> Self {
+        NetConfig {
+            hidden: 128,
+            layers: 4,
+            heads: 4,
+            ff_mult: 4,
+            max_length: None,
+        }
+    }
+
+    /// A named preset: `paper` or `cpu`.
+    pub fn preset(name: &str) -> Option<Self> {
+        match name {
+            "paper" => Some(Self::paper()),
+            "cpu" => Some(Self::cpu()),
+            _ => None,
+        }
+    }
+
+    /// Check the numbers and fill `max_length` with `length` when absent.
+    pub fn resolved(&self, length: usize) -> Result<NetConfig, String> {
+        if self.hidden == 0 || self.layers == 0 || self.heads == 0 || self.ff_mult == 0 {
+            return Err(format!(
+                "hidden, layers, heads and ff_mult must be positive (got {self:?})"
+            ));
+        }
+        if !self.hidden.is_multiple_of(self.heads) {
+            return Err(format!(
+                "hidden ({}) must be divisible by heads ({})",
+                self.hidden, self.heads
+            ));
+        }
+        let max_length = self.max_length.unwrap_or(length);
+        if max_length == 0 {
+            return Err("max_length must be positive".into());
+        }
+        Ok(NetConfig {
+            max_length: Some(max_length),
+            ..self.clone()
+        })
+    }
+
+    pub fn max_len(&self) -> usize {
+        self.max_length.unwrap_or(0)
+    }
+}
+
+/// A dense layer `y = x W + b` with `W: [in, out]`.
+#[derive(Module, Debug)]
+pub struct Dense {
+    pub weight: Param<Tensor<2>>,
+    pub bias: Param<Tensor<1>>,
+}
+
+impl Dense {
+    fn new(d_in: usize, d_out: usize, std: f32, rng: &mut ChaCha8Rng, device: &Device) -> Self {
+        Dense {
+            weight: Param::from_data(uniform([d_in, d_out], std, rng), device),
+            bias: Param::from_data(TensorData::new(vec![0f32; d_out], [d_out]), device),
+        }
+    }
+
+    fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        linear(x, self.weight.val(), Some(self.bias.val()))
+    }
+}
+
+/// Uniform initialisation with the given standard deviation (`U(-a, a)`, `a = √3·std`),
+/// drawn on the host so that a seed fixes the weights whatever the backend.
+fn uniform<const D: usize>(shape: [usize; D], std: f32, rng: &mut ChaCha8Rng) -> TensorData {
+    let n: usize = shape.iter().product();
+    let a = 3f32.sqrt() * std;
+    let values: Vec<f32> = (0..n).map(|_| rng.random_range(-a..a)).collect();
+    TensorData::new(values, shape)
+}
+
+/// One pre-norm block: `x + Attn(LN(x))`, then `x + FF(LN(x))`.
+#[derive(Module, Debug)]
+pub struct Block {
+    pub norm_attn: LayerNorm,
+    pub qkv: Dense,
+    pub proj: Dense,
+    pub norm_ff: LayerNorm,
+    pub ff_in: Dense,
+    pub ff_out: Dense,
+    pub heads: usize,
+}
+
+/// Keys and values of one block for the positions fed so far: `[batch, heads, t, head_dim]`.
+#[derive(Debug, Clone)]
+pub struct KvCache {
+    pub k: Tensor<4>,
+    pub v: Tensor<4>,
+}
+
+impl Block {
+    fn new(config: &NetConfig, rng: &mut ChaCha8Rng, device: &Device) -> Self {
+        let h = config.hidden;
+        let ff = h * config.ff_mult;
+        // GPT-2 style: residual output projections scaled by 1/√(2·layers).
+        let resid_std = 0.02 / (2.0 * config.layers as f32).sqrt();
+        Block {
+            norm_attn: LayerNormConfig::new(h).init(device),
+            qkv: Dense::new(h, 3 * h, 0.02, rng, device),
+            proj: Dense::new(h, h, resid_std, rng, device),
+            norm_ff: LayerNormConfig::new(h).init(device),
+            ff_in: Dense::new(h, ff, 0.02, rng, device),
+            ff_out: Dense::new(ff, h, resid_std, rng, device),
+            heads: config.heads,
+        }
+    }
+
+    /// `x: [batch, len, hidden]` → q, k, v each `[batch, heads, len, head_dim]`.
+    fn qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+        let [b, l, h] = x.dims();
+        let dh = h / self.heads;
+        let qkv = self.qkv.forward(self.norm_attn.forward(x));
+        let split = |i: usize| {
+            qkv.clone()
+                .narrow(2, i * h, h)
+                .reshape([b, l, self.heads, dh])
+                .swap_dims(1, 2)
+        };
+        (split(0), split(1), split(2))
+    }
+
+    /// Attention output `[batch, heads, len, head_dim]` → residual update and feed-forward.
+    fn finish(&self, x: Tensor<3>, context: Tensor<4>) -> Tensor<3> {
+        let [b, l, h] = x.dims();
+        let context = context.swap_dims(1, 2).reshape([b, l, h]);
+        let x = x + self.proj.forward(context);
+        let ff = self
+            .ff_out
+            .forward(gelu(self.ff_in.forward(self.norm_ff.forward(x.clone()))));
+        x + ff
+    }
+
+    fn forward(&self, x: Tensor<3>, causal: bool) -> Tensor<3> {
+        let (q, k, v) = self.qkv(x.clone());
+        let options = AttentionModuleOptions {
+            is_causal: causal,
+            ..Default::default()
+        };
+        let context = attention(q, k, v, None, None, options);
+        self.finish(x, context)
+    }
+
+    /// Feed `x: [batch, n, hidden]` (the next `n` positions) attending to the cached keys and
+    /// values plus their own (causally); appends the new keys and values to `cache`.
+    fn forward_cached(&self, x: Tensor<3>, cache: &mut Option<KvCache>) -> Tensor<3> {
+        let (q, k, v) = self.qkv(x.clone());
+        let n = q.dims()[2];
+        let (k, v, past) = match cache.take() {
+            Some(c) => {
+                let past = c.k.dims()[2];
+                (
+                    Tensor::cat(vec![c.k, k], 2),
+                    Tensor::cat(vec![c.v, v], 2),
+                    past,
+                )
+            }
+            None => (k, v, 0),
+        };
+        *cache = Some(KvCache {
+            k: k.clone(),
+            v: v.clone(),
+        });
+        let mask = (n > 1).then(|| {
+            // Query i sits at absolute position past + i and may not see key j > past + i.
+            let [b, heads, _, _] = q.dims();
+            let total = past + n;
+            let future: Vec<bool> = (0..n)
+                .flat_map(|i| (0..total).map(move |j| j > past + i))
+                .collect();
+            Tensor::<4, Bool>::from_data(TensorData::new(future, [1, 1, n, total]), &q.device())
+                .expand([b, heads, n, total])
+        });
+        let context = attention(q, k, v, mask, None, AttentionModuleOptions::default());
+        self.finish(x, context)
+    }
+}
+
+/// The transformer shared by both models.
+#[derive(Module, Debug)]
+pub struct Transformer {
+    /// `[vocab + 1, hidden]`; row `vocab` is the mask (MDM) / BOS (AR) token.
+    pub token_embedding: Param<Tensor<2>>,
+    /// `[max_length, hidden]`.
+    pub position_embedding: Param<Tensor<2>>,
+    pub blocks: Vec<Block>,
+    pub norm_out: LayerNorm,
+    /// `hidden → vocab + 1`.
+    pub head: Dense,
+    pub vocab: usize,
+    pub causal: bool,
+}
+
+impl Transformer {
+    /// A freshly initialised network; the weights depend only on `(config, vocab, seed)`.
+    /// `config` must be [`NetConfig::resolved`].
+    pub fn new(
+        kind: ModelKind,
+        config: &NetConfig,
+        vocab: usize,
+        seed: u64,
+        device: &Device,
+    ) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let h = config.hidden;
+        Transformer {
+            token_embedding: Param::from_data(uniform([vocab + 1, h], 0.02, &mut rng), device),
+            position_embedding: Param::from_data(
+                uniform([config.max_len(), h], 0.02, &mut rng),
+                device,
+            ),
+            blocks: (0..config.layers)
+                .map(|_| Block::new(config, &mut rng, device))
+                .collect(),
+            norm_out: LayerNormConfig::new(h).init(device),
+            head: Dense::new(h, vocab + 1, 0.02, &mut rng, device),
+            vocab,
+            causal: kind == ModelKind::Ar,
+        }
+    }
+
+    pub fn max_length(&self) -> usize {
+        self.position_embedding.val().dims()[0]
+    }
+
+    /// Embedding of `tokens: [batch, n]` placed at positions `start..start + n`.
+    fn embed(&self, tokens: Tensor<2, Int>, start: usize) -> Tensor<3> {
+        let n = tokens.dims()[1];
+        let pos = self
+            .position_embedding
+            .val()
+            .narrow(0, start, n)
+            .unsqueeze_dim::<3>(0);
+        embedding(self.token_embedding.val(), tokens) + pos
+    }
+
+    /// Logits `[batch, len, vocab + 1]` with the last (mask / BOS) logit suppressed.
+    fn output(&self, x: Tensor<3>) -> Tensor<3> {
+        let logits = self.head.forward(self.norm_out.forward(x));
+        let device = logits.device();
+        let mut bias = vec![0f32; self.vocab + 1];
+        bias[self.vocab] = NEG_INF;
+        let bias = Tensor::<1>::from_data(TensorData::new(bias, [self.vocab + 1]), &device);
+        logits + bias.reshape([1, 1, self.vocab + 1])
+    }
+
+    /// Full forward pass (causal for the AR model): logits `[batch, len, vocab + 1]`.
+    pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        let mut x = self.embed(tokens, 0);
+        for block in &self.blocks {
+            x = block.forward(x, self.causal);
+        }
+        self.output(x)
+    }
+
+    /// Incremental causal forward pass: feeds `tokens: [batch, n]` at positions
+    /// `cache.len()..`, using and extending the per-block KV cache. Logits `[batch, n, vocab+1]`.
+    pub fn forward_cached(&self, tokens: Tensor<2, Int>, cache: &mut ArCache) -> Tensor<3> {
+        let n = tokens.dims()[1];
+        let mut x = self.embed(tokens, cache.len);
+        if cache.blocks.len() != self.blocks.len() {
+            cache.blocks = vec![None; self.blocks.len()];
+        }
+        for (block, kv) in self.blocks.iter().zip(cache.blocks.iter_mut()) {
+            x = block.forward_cached(x, kv);
+        }
+        cache.len += n;
+        self.output(x)
+    }
+}
+
+/// The KV cache of the AR model: keys and values of every block for the positions fed so far.
+#[derive(Debug, Clone, Default)]
+pub struct ArCache {
+    pub blocks: Vec<Option<KvCache>>,
+    /// Positions fed so far.
+    pub len: usize,
+}
+
+/// SUBS parameterisation (MDLM): log-probabilities `[batch, len, vocab + 1]` from the logits
+/// and the noisy input `xt`. The mask token gets `NEG_INF` everywhere; at masked positions the
+/// real tokens get the log-softmax of the logits; at unmasked positions the observed token gets
+/// log-probability 0 and every other token `NEG_INF` (carry-over unmasking).
+pub fn subs_log_probs(logits: Tensor<3>, xt: Tensor<2, Int>, vocab: usize) -> Tensor<3> {
+    let [b, l, v1] = logits.dims();
+    debug_assert_eq!(v1, vocab + 1);
+    let device = logits.device();
+    let mut bias = vec![0f32; v1];
+    bias[vocab] = NEG_INF;
+    let bias = Tensor::<1>::from_data(TensorData::new(bias, [v1]), &device).reshape([1, 1, v1]);
+    let logp = log_softmax(logits + bias, 2);
+    let unmasked = xt.clone().not_equal_elem(vocab as i64);
+    // 0 at the observed token, NEG_INF elsewhere.
+    let carry = xt
+        .one_hot::<3>(v1)
+        .float()
+        .sub_scalar(1.0)
+        .mul_scalar(-NEG_INF);
+    let unmasked = unmasked.reshape([b, l, 1]).expand([b, l, v1]);
+    logp.mask_where(unmasked, carry)
+}
+
+/// Token ids as an int tensor `[batch, len]`.
+pub fn tokens_tensor(tokens: &[u32], batch: usize, len: usize, device: &Device) -> Tensor<2, Int> {
+    let ids: Vec<i64> = tokens.iter().map(|&t| t as i64).collect();
+    Tensor::<2, Int>::from_data(TensorData::new(ids, [batch, len]), device)
+}
+
+/// Copy a float tensor to the host as `f32`.
+pub fn to_host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data_as::<f32>()
+        .try_into_vec::<f32>()
+        .expect("a float tensor converts to f32")
+}

@@ -1,0 +1,601 @@
+use crate::checkpoint::{Checkpoint, CheckpointHeader};
+use crate::model::{subs_log_probs, to_host, tokens_tensor, ModelKind, NetConfig, Transformer};
+use crate::plugin::{ArGenerator, MdmDenoiser, NeuralPlugin};
+use crate::train::{self, ar_loss, mdm_loss_given, mdm_noise, optimizer, TrainConfig};
+use burn::optim::GradientsParams;
+use burn::tensor::Device;
+use dlm_sdk::sampler::{generate_ar, Autoregressive};
+use dlm_sdk::{
+    Denoiser, GenerateRequest, Model, ModelOpenConfig, Plugin, SamplerSpec, TaskBinding,
+    TaskDescription,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const VOCAB: usize = 5;
+
+fn task(vocab: usize, length: usize) -> TaskDescription {
+    TaskDescription {
+        label: format!("test chain (vocab {vocab})"),
+        vocab_size: vocab,
+        mask_id: vocab as u32,
+        length,
+        entropy_nats: None,
+        entropy_exact: false,
+        entropy_std_error: 0.0,
+        optimal_ter: None,
+        support_log10_density: None,
+        details: serde_json::json!({"kind": "test"}),
+    }
+}
+
+fn tiny(length: usize) -> NetConfig {
+    NetConfig {
+        hidden: 16,
+        layers: 2,
+        heads: 2,
+        ff_mult: 2,
+        max_length: Some(length),
+    }
+}
+
+/// Scale the weights up so that outputs are far from uniform and depend on every input:
+/// a wrong position or a stale cache entry then changes the probabilities visibly.
+fn sharpen(mut net: Transformer) -> Transformer {
+    net.token_embedding = net.token_embedding.map(|t| t.mul_scalar(20.0));
+    net.position_embedding = net.position_embedding.map(|t| t.mul_scalar(20.0));
+    for b in &mut net.blocks {
+        b.qkv.weight = b.qkv.weight.clone().map(|t| t.mul_scalar(20.0));
+        b.proj.weight = b.proj.weight.clone().map(|t| t.mul_scalar(20.0));
+    }
+    net.head.weight = net.head.weight.map(|t| t.mul_scalar(100.0));
+    net
+}
+
+/// A 2-gram-like chain: the next token is `prev + 1 (mod V)` with probability 0.9, else uniform.
+fn chain_batch(batch: usize, length: usize, vocab: usize, rng: &mut ChaCha8Rng) -> Vec<Vec<u32>> {
+    (0..batch)
+        .map(|_| {
+            let mut x = vec![rng.random_range(0..vocab as u32)];
+            while x.len() < length {
+                let prev = *x.last().unwrap();
+                let next = if rng.random::<f64>() < 0.9 {
+                    (prev + 1) % vocab as u32
+                } else {
+                    rng.random_range(0..vocab as u32)
+                };
+                x.push(next);
+            }
+            x
+        })
+        .collect()
+}
+
+fn random_tokens(n: usize, vocab: usize, mask_share: f64, seed: u64) -> Vec<u32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            if rng.random::<f64>() < mask_share {
+                vocab as u32
+            } else {
+                rng.random_range(0..vocab as u32)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn subs_never_puts_mass_on_mask_and_keeps_unmasked_tokens() {
+    let device = Device::flex();
+    let (batch, length) = (3, 10);
+    let net = sharpen(Transformer::new(
+        ModelKind::Mdm,
+        &tiny(length),
+        VOCAB,
+        1,
+        &device,
+    ));
+    let tokens = random_tokens(batch * length, VOCAB, 0.5, 2);
+    assert!(tokens.iter().any(|&t| t as usize == VOCAB));
+    assert!(tokens.iter().any(|&t| (t as usize) < VOCAB));
+
+    // The full SUBS distribution over vocab + 1 (mask included).
+    let xt = tokens_tensor(&tokens, batch, length, &device);
+    let probs = to_host(subs_log_probs(net.forward(xt.clone()), xt, VOCAB).exp());
+    for (pos, &tok) in tokens.iter().enumerate() {
+        let row = &probs[pos * (VOCAB + 1)..(pos + 1) * (VOCAB + 1)];
+        assert_eq!(row[VOCAB], 0.0, "mass on the mask token at {pos}");
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5, "row {pos} sums to {sum}");
+        if (tok as usize) < VOCAB {
+            for (v, &p) in row.iter().enumerate() {
+                let want = if v == tok as usize { 1.0 } else { 0.0 };
+                assert_eq!(p, want, "unmasked position {pos} (token {tok}), token {v}");
+            }
+        } else {
+            // A masked position gets a genuine distribution over the real tokens.
+            assert!(row[..VOCAB].iter().all(|&p| p < 1.0));
+        }
+    }
+
+    // The Denoiser's output (real tokens only) agrees.
+    let mut denoiser = MdmDenoiser {
+        net,
+        device,
+        label: "cpu".into(),
+    };
+    let mut out = vec![f64::NAN; batch * length * VOCAB];
+    denoiser
+        .denoise(&tokens, batch, length, 0.5, &mut out)
+        .unwrap();
+    for (pos, &tok) in tokens.iter().enumerate() {
+        let row = &out[pos * VOCAB..(pos + 1) * VOCAB];
+        let sum: f64 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5, "row {pos} sums to {sum}");
+        if (tok as usize) < VOCAB {
+            assert_eq!(row[tok as usize], 1.0);
+        }
+    }
+    // Ids beyond the mask are refused.
+    let mut bad = tokens.clone();
+    bad[0] = VOCAB as u32 + 1;
+    assert!(denoiser
+        .denoise(&bad, batch, length, 0.5, &mut out)
+        .is_err());
+}
+
+#[test]
+fn one_optimizer_step_reduces_the_mdm_loss_on_a_fixed_batch() {
+    let device = Device::flex().autodiff();
+    let (batch, length) = (8, 12);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
+    let noise = mdm_noise(&x0, batch, VOCAB, &mut rng);
+    let net = Transformer::new(ModelKind::Mdm, &tiny(length), VOCAB, 4, &device);
+    let before = mdm_loss_given(&net, &x0, &noise, batch, length, &device);
+    let before_value = before.clone().into_scalar::<f32>();
+    let mut optim = optimizer(&TrainConfig::new(1, batch));
+    let grads = GradientsParams::from_grads(before.backward(), &net);
+    let net = optim.step(1e-2, net, grads);
+    let after = mdm_loss_given(&net, &x0, &noise, batch, length, &device).into_scalar::<f32>();
+    assert!(before_value.is_finite() && before_value > 0.0);
+    assert!(
+        after < before_value * 0.99,
+        "loss did not fall: {before_value} -> {after}"
+    );
+}
+
+#[test]
+fn one_optimizer_step_reduces_the_ar_loss_on_a_fixed_batch() {
+    let device = Device::flex().autodiff();
+    let (batch, length) = (8, 12);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
+    let net = Transformer::new(ModelKind::Ar, &tiny(length), VOCAB, 6, &device);
+    let before = ar_loss(&net, &x0, batch, &device);
+    let before_value = before.clone().into_scalar::<f32>();
+    // An untrained model is close to uniform.
+    assert!((before_value - (VOCAB as f32).ln()).abs() < 0.1);
+    let mut optim = optimizer(&TrainConfig::new(1, batch));
+    let grads = GradientsParams::from_grads(before.backward(), &net);
+    let net = optim.step(1e-2, net, grads);
+    let after = ar_loss(&net, &x0, batch, &device).into_scalar::<f32>();
+    assert!(
+        after < before_value * 0.99,
+        "loss did not fall: {before_value} -> {after}"
+    );
+}
+
+#[test]
+fn the_ar_model_is_causal_and_the_mdm_is_not() {
+    let device = Device::flex();
+    let length = 8;
+    for (kind, causal) in [(ModelKind::Ar, true), (ModelKind::Mdm, false)] {
+        let net = sharpen(Transformer::new(kind, &tiny(length), VOCAB, 7, &device));
+        let a = random_tokens(length, VOCAB, 0.0, 8);
+        let mut b = a.clone();
+        b[length - 1] = (b[length - 1] + 1) % VOCAB as u32;
+        let la = to_host(net.forward(tokens_tensor(&a, 1, length, &device)));
+        let lb = to_host(net.forward(tokens_tensor(&b, 1, length, &device)));
+        // Position 0's output must not depend on the last token iff causal.
+        let first = VOCAB + 1;
+        let diff: f32 = la[..first]
+            .iter()
+            .zip(&lb[..first])
+            .map(|(x, y)| (x - y).abs())
+            .sum();
+        assert_eq!(diff < 1e-5, causal, "{kind:?}: diff {diff}");
+    }
+}
+
+fn ar_request(batch: usize, length: usize, seed: u64) -> GenerateRequest {
+    GenerateRequest {
+        batch_size: batch,
+        length,
+        sampler: SamplerSpec {
+            name: "ar".into(),
+            steps: length,
+            schedule: None,
+            params: Default::default(),
+        },
+        seed,
+        first_index: 0,
+        prompts: None,
+    }
+}
+
+#[test]
+fn kv_cached_generation_matches_uncached_generation() {
+    let device = Device::flex();
+    let (batch, length) = (3, 14);
+    let net = sharpen(Transformer::new(
+        ModelKind::Ar,
+        &tiny(length),
+        VOCAB,
+        9,
+        &device,
+    ));
+    let mut cached = ArGenerator::new(net.clone(), device.clone(), "cpu".into(), true);
+    let mut uncached = ArGenerator::new(net, device, "cpu".into(), false);
+
+    // Step by step, the distributions agree (and are far from uniform).
+    cached.begin(batch, length).unwrap();
+    uncached.begin(batch, length).unwrap();
+    let mut a = vec![0.0; batch * VOCAB];
+    let mut b = vec![0.0; batch * VOCAB];
+    let mut max_p: f64 = 0.0;
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    for j in 0..length {
+        let appended: Option<Vec<u32>> = (j > 0).then(|| {
+            (0..batch)
+                .map(|_| rng.random_range(0..VOCAB as u32))
+                .collect()
+        });
+        cached.next(appended.as_deref(), &mut a).unwrap();
+        uncached.next(appended.as_deref(), &mut b).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            assert!(
+                (x - y).abs() < 1e-4,
+                "position {j}: cached {x} vs uncached {y}"
+            );
+        }
+        max_p = a.iter().fold(max_p, |m, &p| m.max(p));
+    }
+    assert!(max_p > 0.5, "the test model is too flat ({max_p})");
+
+    // Whole generations with the same seed give the same tokens.
+    let request = ar_request(batch, length, 11);
+    let (ta, ra) = generate_ar(&mut cached, &request).unwrap();
+    let (tb, rb) = generate_ar(&mut uncached, &request).unwrap();
+    assert_eq!(ta, tb);
+    assert_eq!(ra.batch_nfe, length as u64);
+    assert_eq!(rb.batch_nfe, length as u64);
+    // Not a degenerate sample.
+    let distinct: std::collections::BTreeSet<u32> = ta.iter().flatten().copied().collect();
+    assert!(distinct.len() > 1);
+}
+
+#[test]
+fn kv_cache_handles_several_positions_at_once() {
+    // Feeding a prefix in one incremental call equals feeding it token by token.
+    let device = Device::flex();
+    let length = 10;
+    let net = sharpen(Transformer::new(
+        ModelKind::Ar,
+        &tiny(length),
+        VOCAB,
+        12,
+        &device,
+    ));
+    let tokens = random_tokens(2 * length, VOCAB, 0.0, 13);
+    let full = to_host(net.forward(tokens_tensor(&tokens, 2, length, &device)));
+    let mut cache = crate::model::ArCache::default();
+    let head = |t: &[u32], n: usize| -> Vec<u32> {
+        t.chunks(length).flat_map(|r| r[..n].to_vec()).collect()
+    };
+    let first = head(&tokens, 4);
+    let part1 = to_host(net.forward_cached(tokens_tensor(&first, 2, 4, &device), &mut cache));
+    let rest: Vec<u32> = tokens
+        .chunks(length)
+        .flat_map(|r| r[4..].to_vec())
+        .collect();
+    let part2 =
+        to_host(net.forward_cached(tokens_tensor(&rest, 2, length - 4, &device), &mut cache));
+    let v1 = VOCAB + 1;
+    for row in 0..2 {
+        for j in 0..length {
+            let got = if j < 4 {
+                &part1[(row * 4 + j) * v1..(row * 4 + j + 1) * v1]
+            } else {
+                let k = j - 4;
+                &part2[(row * (length - 4) + k) * v1..(row * (length - 4) + k + 1) * v1]
+            };
+            let want = &full[(row * length + j) * v1..(row * length + j + 1) * v1];
+            for (x, y) in got.iter().zip(want) {
+                assert!((x - y).abs() < 1e-3, "row {row} position {j}: {x} vs {y}");
+            }
+        }
+    }
+}
+
+fn trained_checkpoint(kind: ModelKind) -> Checkpoint {
+    let length = 8;
+    let t = task(VOCAB, length);
+    let mut rng = ChaCha8Rng::seed_from_u64(14);
+    let mut config = TrainConfig::new(3, 4);
+    config.seed = 15;
+    train::train(
+        kind,
+        &tiny(length),
+        &t,
+        &config,
+        &Device::flex(),
+        |b, _| Ok(chain_batch(b, length, VOCAB, &mut rng)),
+        |_| {},
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_saved_and_reloaded_checkpoint_gives_identical_logits() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = Device::flex();
+    for kind in [ModelKind::Mdm, ModelKind::Ar] {
+        let ckpt = trained_checkpoint(kind);
+        let path = dir.path().join(format!("{}.ckpt", kind.as_str()));
+        ckpt.save(&path).unwrap();
+        let loaded = Checkpoint::load(&path, None, &device).unwrap();
+        assert_eq!(loaded.header.identity, ckpt.header.identity);
+        assert_eq!(
+            loaded.header.fingerprint,
+            ckpt.header.identity.fingerprint()
+        );
+        let tokens = random_tokens(16, VOCAB, 0.4, 16);
+        let x = |d: &Device| tokens_tensor(&tokens, 2, 8, d);
+        let a = to_host(ckpt.net.forward(x(&device)));
+        let b = to_host(loaded.net.forward(x(&device)));
+        assert_eq!(a, b, "{kind:?}");
+        // Sanity: training changed the weights (the record is not the seed's initialisation).
+        let init = Transformer::new(kind, &loaded.header.identity.net, VOCAB, 15, &device);
+        assert_ne!(to_host(init.forward(x(&device))), a);
+        // The expected fingerprint is accepted.
+        Checkpoint::load(&path, Some(&ckpt.header.identity.fingerprint()), &device).unwrap();
+    }
+}
+
+#[test]
+fn corrupted_or_mismatched_checkpoints_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = Device::flex();
+    let ckpt = trained_checkpoint(ModelKind::Mdm);
+    let path = dir.path().join("m.ckpt");
+    ckpt.save(&path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let refuse = |bytes: &[u8], expect: Option<&str>| -> String {
+        let p = dir.path().join("bad.ckpt");
+        std::fs::write(&p, bytes).unwrap();
+        match Checkpoint::load(&p, expect, &device) {
+            Ok(_) => panic!("a bad checkpoint was accepted"),
+            Err(e) => e,
+        }
+    };
+
+    // A flipped byte in the weights.
+    let mut bad = good.clone();
+    let last = bad.len() - 10;
+    bad[last] ^= 0x55;
+    let e = refuse(&bad, None);
+    assert!(e.contains("weights are corrupted"), "{e}");
+
+    // Truncated weights.
+    let e = refuse(&good[..good.len() - 100], None);
+    assert!(e.contains("corrupted"), "{e}");
+
+    // An edited header (another seed) no longer matches its fingerprint.
+    let text = String::from_utf8_lossy(&good).into_owned();
+    let header_start = text.find('\n').unwrap() + 1;
+    let header_end = header_start + text[header_start..].find('\n').unwrap();
+    let mut header: CheckpointHeader =
+        serde_json::from_str(&text[header_start..header_end]).unwrap();
+    header.identity.seed += 1;
+    let mut edited = good[..header_start].to_vec();
+    edited.extend_from_slice(serde_json::to_string(&header).unwrap().as_bytes());
+    edited.extend_from_slice(&good[header_end..]);
+    let e = refuse(&edited, None);
+    assert!(e.contains("does not match its fingerprint"), "{e}");
+
+    // Another plugin version.
+    let mut header2: CheckpointHeader =
+        serde_json::from_str(&text[header_start..header_end]).unwrap();
+    header2.identity.plugin_version = "0.0.1".into();
+    header2.fingerprint = header2.identity.fingerprint();
+    let mut other = good[..header_start].to_vec();
+    other.extend_from_slice(serde_json::to_string(&header2).unwrap().as_bytes());
+    other.extend_from_slice(&good[header_end..]);
+    let e = refuse(&other, None);
+    assert!(e.contains("retrain"), "{e}");
+
+    // The caller expected another model.
+    let e = refuse(&good, Some("0123abcd"));
+    assert!(e.contains("fingerprint mismatch"), "{e}");
+
+    // Not a checkpoint at all.
+    let e = refuse(b"hello\nworld\n", None);
+    assert!(e.contains("not a dlm-neural checkpoint"), "{e}");
+    let e = refuse(b"", None);
+    assert!(e.contains("not a dlm-neural checkpoint"), "{e}");
+}
+
+#[test]
+fn a_tiny_training_run_learns_a_two_gram_chain() {
+    // A few seconds per model. MDM training with batch 16 sometimes sits on a plateau (the
+    // 1/t-weighted loss is noisy at small batches); batch 32 learned on every seed tried.
+    let (vocab, length, batch) = (4, 16, 32);
+    let t = task(vocab, length);
+    let net = NetConfig {
+        hidden: 64,
+        layers: 2,
+        heads: 2,
+        ff_mult: 2,
+        max_length: None,
+    };
+    let uniform = (vocab as f64).ln();
+    let mut val_rng = ChaCha8Rng::seed_from_u64(99);
+    let validation: Vec<Vec<Vec<u32>>> = (0..4)
+        .map(|_| chain_batch(batch, length, vocab, &mut val_rng))
+        .collect();
+    for kind in [ModelKind::Mdm, ModelKind::Ar] {
+        let mut config = TrainConfig::new(300, batch);
+        config.lr = 3e-3;
+        config.seed = 17;
+        let mut rng = ChaCha8Rng::seed_from_u64(18);
+        let mut steps = 0;
+        let mut first_loss = None;
+        let ckpt = train::train(
+            kind,
+            &net,
+            &t,
+            &config,
+            &Device::flex(),
+            |b, _| Ok(chain_batch(b, length, vocab, &mut rng)),
+            |p| {
+                steps = p.step;
+                first_loss.get_or_insert(p.loss);
+                assert!(p.tokens_per_second > 0.0 && p.lr > 0.0 || p.step == p.steps);
+            },
+        )
+        .unwrap();
+        assert_eq!(steps, 300);
+        assert!(ckpt.header.final_loss.is_some());
+        let device = Device::flex();
+        let untrained = Transformer::new(kind, &ckpt.header.identity.net, vocab, 17, &device);
+        let before = train::evaluate(kind, &untrained, &validation, 1, &device).unwrap();
+        let after = train::evaluate(kind, &ckpt.net, &validation, 1, &device).unwrap();
+        eprintln!("{kind:?}: validation loss {before:.3} -> {after:.3} (log V = {uniform:.3})");
+        // Entropy rate of the chain ≈ 0.35 nats; uniform = log 4 ≈ 1.39.
+        assert!(before > 0.9 * uniform, "{kind:?}: untrained loss {before}");
+        assert!(after < 0.6 * uniform, "{kind:?}: {before} -> {after}");
+    }
+}
+
+#[test]
+fn training_refuses_bad_data() {
+    let t = task(VOCAB, 8);
+    let config = TrainConfig::new(2, 2);
+    let run = |seqs: Vec<Vec<u32>>| {
+        train::train(
+            ModelKind::Mdm,
+            &tiny(8),
+            &t,
+            &config,
+            &Device::flex(),
+            move |_, _| Ok(seqs.clone()),
+            |_| {},
+        )
+        .unwrap_err()
+    };
+    assert!(run(vec![vec![0; 8]]).contains("1 sequences, expected 2"));
+    assert!(run(vec![vec![0; 8], vec![0; 7]]).contains("length 7"));
+    assert!(run(vec![vec![0; 8], vec![VOCAB as u32; 8]]).contains("outside the vocabulary"));
+}
+
+#[test]
+fn learning_rate_warms_up_then_decays() {
+    let c = TrainConfig::new(100, 1);
+    assert!((c.learning_rate(0) - 3e-5).abs() < 1e-12);
+    assert!((c.learning_rate(9) - 3e-4).abs() < 1e-12);
+    assert!((c.learning_rate(10) - 3e-4).abs() < 1e-12);
+    assert!(c.learning_rate(55) < 1.6e-4 && c.learning_rate(55) > 1.4e-4);
+    assert!(c.learning_rate(99) < 1e-6);
+}
+
+fn open(name: &str, config: serde_json::Value, length: usize) -> dlm_sdk::Result<Box<dyn Model>> {
+    NeuralPlugin::open_model(
+        name,
+        ModelOpenConfig {
+            config,
+            task: TaskBinding {
+                plugin: "test".into(),
+                task: "chain".into(),
+                config: serde_json::Value::Null,
+                description: task(VOCAB, length),
+            },
+        },
+    )
+}
+
+#[test]
+fn the_plugin_opens_and_generates_with_both_models() {
+    let models = NeuralPlugin::models();
+    assert_eq!(models.len(), 2);
+    assert!(models[0].samplers.iter().any(|s| s == "ddpm_cache"));
+    assert!(models[1].has("autoregressive"));
+    assert_eq!(models[1].samplers, vec!["ar".to_string()]);
+
+    let length = 12;
+    let init = serde_json::json!({"init": {"hidden": 16, "layers": 1, "heads": 2}, "seed": 3});
+    let mut mdm = open("mdm", init.clone(), length).unwrap();
+    let request = GenerateRequest {
+        batch_size: 2,
+        length,
+        sampler: SamplerSpec {
+            name: "ddpm_cache".into(),
+            steps: 4,
+            schedule: None,
+            params: Default::default(),
+        },
+        seed: 0,
+        first_index: 0,
+        prompts: None,
+    };
+    let (seqs, reply) = mdm.generate(&request).unwrap();
+    assert_eq!(seqs.len(), 2);
+    assert!(seqs.iter().flatten().all(|&t| (t as usize) < VOCAB));
+    assert!(reply.batch_nfe >= 1);
+
+    let mut ar = open("ar", init, length).unwrap();
+    let (seqs, reply) = ar.generate(&ar_request(2, length, 0)).unwrap();
+    assert_eq!(seqs.len(), 2);
+    assert!(seqs.iter().all(|s| s.len() == length));
+    assert_eq!(reply.batch_nfe, length as u64);
+}
+
+#[test]
+fn the_plugin_refuses_bad_configs() {
+    let msg = |r: dlm_sdk::Result<Box<dyn Model>>| match r {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e.0,
+    };
+    assert!(msg(open("mdm", serde_json::json!({}), 8)).contains("exactly one of"));
+    assert!(
+        msg(open("mdm", serde_json::json!({"init": "huge"}), 8)).contains("unknown model preset")
+    );
+    assert!(msg(open(
+        "mdm",
+        serde_json::json!({"init": "cpu", "colour": 1}),
+        8
+    ))
+    .contains("colour"));
+    assert!(msg(open(
+        "mdm",
+        serde_json::json!({"init": "cpu", "device": "tpu"}),
+        8
+    ))
+    .contains("tpu"));
+    assert!(msg(open("gpt", serde_json::json!({"init": "cpu"}), 8)).contains("not `gpt`"));
+    assert!(msg(open(
+        "mdm",
+        serde_json::json!({"init": {"hidden": 10, "layers": 1, "heads": 3}}),
+        8
+    ))
+    .contains("divisible"));
+
+    // A checkpoint of the other kind, or for another task, is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ar.ckpt");
+    trained_checkpoint(ModelKind::Ar).save(&path).unwrap();
+    let cfg = serde_json::json!({"checkpoint": path});
+    assert!(msg(open("mdm", cfg.clone(), 8)).contains("holds an `ar` model"));
+    assert!(open("ar", cfg.clone(), 8).is_ok());
+    assert!(msg(open("ar", cfg, 9)).contains("max_length"));
+}

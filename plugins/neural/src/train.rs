@@ -1,0 +1,354 @@
+//! Training: MDLM's continuous-time loss for the MDM, next-token cross-entropy for the AR model,
+//! AdamW with a cosine schedule and linear warm-up.
+
+use crate::checkpoint::{Checkpoint, CheckpointHeader};
+use crate::model::{subs_log_probs, tokens_tensor, ModelKind, NetConfig, Transformer};
+use burn::module::Module;
+use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::{AdamWConfig, GradientsParams};
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Tensor, TensorData};
+use dlm_sdk::TaskDescription;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Smallest diffusion time drawn (MDLM's `sampling_eps` for training).
+pub const T_EPS: f64 = 1e-3;
+
+/// How to train. Everything here enters the checkpoint fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Optimiser steps.
+    pub steps: usize,
+    /// Sequences per step.
+    pub batch_size: usize,
+    /// Peak learning rate (the paper: 3e-4).
+    #[serde(default = "default_lr")]
+    pub lr: f64,
+    /// Share of the steps spent in linear warm-up (the paper: 10%).
+    #[serde(default = "default_warmup")]
+    pub warmup_fraction: f64,
+    /// AdamW decoupled weight decay (MDLM: 0).
+    #[serde(default)]
+    pub weight_decay: f64,
+    /// Clip the global gradient norm to this value (MDLM: 1.0); `None` = no clipping.
+    #[serde(default = "default_clip")]
+    pub grad_clip: Option<f64>,
+    /// Seed of the initial weights and of the MDM's noise draws.
+    #[serde(default)]
+    pub seed: u64,
+    /// Description of the data source (e.g. the task's reference seed), recorded so that it
+    /// enters the fingerprint; the data themselves come from the `data` callback of [`train`].
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+fn default_lr() -> f64 {
+    3e-4
+}
+fn default_warmup() -> f64 {
+    0.1
+}
+fn default_clip() -> Option<f64> {
+    Some(1.0)
+}
+
+impl TrainConfig {
+    pub fn new(steps: usize, batch_size: usize) -> Self {
+        TrainConfig {
+            steps,
+            batch_size,
+            lr: default_lr(),
+            warmup_fraction: default_warmup(),
+            weight_decay: 0.0,
+            grad_clip: default_clip(),
+            seed: 0,
+            data: serde_json::Value::Null,
+        }
+    }
+
+    /// Learning rate at optimiser step `step` (0-based): linear warm-up over the first
+    /// `warmup_fraction` of the steps, then cosine decay to 0.
+    pub fn learning_rate(&self, step: usize) -> f64 {
+        let total = self.steps.max(1);
+        let warmup = ((self.warmup_fraction * total as f64).ceil() as usize).min(total);
+        if step < warmup {
+            return self.lr * (step + 1) as f64 / warmup as f64;
+        }
+        let decay = (total - warmup).max(1);
+        let progress = ((step - warmup) as f64 / decay as f64).min(1.0);
+        self.lr * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.steps == 0 || self.batch_size == 0 {
+            return Err("train: steps and batch_size must be positive".into());
+        }
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return Err(format!("train: lr must be positive, got {}", self.lr));
+        }
+        if !(0.0..=1.0).contains(&self.warmup_fraction) {
+            return Err(format!(
+                "train: warmup_fraction must be in [0, 1], got {}",
+                self.warmup_fraction
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One progress report, after every optimiser step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainProgress {
+    /// Steps done (1-based).
+    pub step: usize,
+    pub steps: usize,
+    /// Training loss of this step's batch.
+    pub loss: f64,
+    pub lr: f64,
+    /// Training tokens per second so far (data generation included).
+    pub tokens_per_second: f64,
+}
+
+/// A batch prepared for the MDM loss: the noisy input and per-token loss weights.
+#[derive(Debug, Clone)]
+pub struct MdmNoise {
+    /// `x_t`, `batch × length`, masked positions hold `vocab`.
+    pub xt: Vec<u32>,
+    /// `1/t` at masked positions, 0 elsewhere.
+    pub weights: Vec<f32>,
+    /// The diffusion time of every sequence.
+    pub t: Vec<f64>,
+}
+
+/// MDLM forward noising for the log-linear schedule: antithetic times
+/// `u_i = (u/n + i/n) mod 1`, `t_i = (1 − ε) u_i + ε`; every token is masked independently with
+/// probability `1 − exp(−σ(t)) = (1 − ε) t` and weighted by `σ'(t)/expm1(σ(t)) = 1/t`.
+pub fn mdm_noise(x0: &[u32], batch: usize, vocab: usize, rng: &mut ChaCha8Rng) -> MdmNoise {
+    let length = x0.len() / batch;
+    let u: f64 = rng.random();
+    let mut xt = x0.to_vec();
+    let mut weights = vec![0f32; x0.len()];
+    let mut ts = Vec::with_capacity(batch);
+    for i in 0..batch {
+        let ui = (u / batch as f64 + i as f64 / batch as f64).fract();
+        let t = (1.0 - T_EPS) * ui + T_EPS;
+        let move_chance = (1.0 - T_EPS) * t;
+        for j in i * length..(i + 1) * length {
+            if rng.random::<f64>() < move_chance {
+                xt[j] = vocab as u32;
+                weights[j] = (1.0 / t) as f32;
+            }
+        }
+        ts.push(t);
+    }
+    MdmNoise { xt, weights, t: ts }
+}
+
+/// MDLM continuous-time loss of one batch (`x0`: `batch × length` real tokens):
+/// `Σ_masked −log p(x0 | xt) / t`, divided by the number of tokens.
+pub fn mdm_loss(
+    net: &Transformer,
+    x0: &[u32],
+    batch: usize,
+    rng: &mut ChaCha8Rng,
+    device: &Device,
+) -> Tensor<1> {
+    let length = x0.len() / batch;
+    let noise = mdm_noise(x0, batch, net.vocab, rng);
+    mdm_loss_given(net, x0, &noise, batch, length, device)
+}
+
+/// [`mdm_loss`] for a given noise draw.
+pub fn mdm_loss_given(
+    net: &Transformer,
+    x0: &[u32],
+    noise: &MdmNoise,
+    batch: usize,
+    length: usize,
+    device: &Device,
+) -> Tensor<1> {
+    let xt = tokens_tensor(&noise.xt, batch, length, device);
+    let target = tokens_tensor(x0, batch, length, device).reshape([batch, length, 1]);
+    let weights = Tensor::<2>::from_data(
+        TensorData::new(noise.weights.clone(), [batch, length]),
+        device,
+    );
+    let logp = subs_log_probs(net.forward(xt.clone()), xt, net.vocab);
+    let nll = logp.gather(2, target).reshape([batch, length]).neg();
+    (nll * weights).sum().div_scalar((batch * length) as f64)
+}
+
+/// AR next-token loss of one batch: the input is `[BOS, x_0, …, x_{L−2}]` (BOS = `vocab`), the
+/// targets `x_0 … x_{L−1}`; mean cross-entropy over all positions.
+pub fn ar_loss(net: &Transformer, x0: &[u32], batch: usize, device: &Device) -> Tensor<1> {
+    let length = x0.len() / batch;
+    let mut input = Vec::with_capacity(x0.len());
+    for row in x0.chunks(length) {
+        input.push(net.vocab as u32);
+        input.extend_from_slice(&row[..length - 1]);
+    }
+    let input = tokens_tensor(&input, batch, length, device);
+    let target = tokens_tensor(x0, batch, length, device).reshape([batch, length, 1]);
+    let logp = log_softmax(net.forward(input), 2);
+    logp.gather(2, target).neg().mean()
+}
+
+/// The model's training loss of one batch (for the MDM, with noise from `rng`).
+pub fn loss(
+    kind: ModelKind,
+    net: &Transformer,
+    x0: &[u32],
+    batch: usize,
+    rng: &mut ChaCha8Rng,
+    device: &Device,
+) -> Tensor<1> {
+    match kind {
+        ModelKind::Mdm => mdm_loss(net, x0, batch, rng, device),
+        ModelKind::Ar => ar_loss(net, x0, batch, device),
+    }
+}
+
+/// Check a batch from the data source and flatten it.
+pub fn flatten_batch(
+    seqs: &[Vec<u32>],
+    batch: usize,
+    length: usize,
+    vocab: usize,
+) -> Result<Vec<u32>, String> {
+    if seqs.len() != batch {
+        return Err(format!(
+            "data source returned {} sequences, expected {batch}",
+            seqs.len()
+        ));
+    }
+    let mut flat = Vec::with_capacity(batch * length);
+    for (i, s) in seqs.iter().enumerate() {
+        if s.len() != length {
+            return Err(format!(
+                "data source sequence {i} has length {}, expected {length}",
+                s.len()
+            ));
+        }
+        if let Some(&bad) = s.iter().find(|&&t| t as usize >= vocab) {
+            return Err(format!(
+                "data source sequence {i} holds token {bad}, outside the vocabulary 0..{vocab}"
+            ));
+        }
+        flat.extend_from_slice(s);
+    }
+    Ok(flat)
+}
+
+/// One AdamW optimiser with the training configuration's settings.
+pub fn optimizer(config: &TrainConfig) -> burn::optim::ModuleOptimizer {
+    AdamWConfig::new()
+        .with_beta_1(0.9)
+        .with_beta_2(0.999)
+        .with_epsilon(1e-8)
+        .with_weight_decay(config.weight_decay as f32)
+        .with_grad_clipping(
+            config
+                .grad_clip
+                .map(|c| GradientClippingConfig::Norm(c as f32)),
+        )
+        .init()
+}
+
+/// Train a model from scratch on the task's data.
+///
+/// * `net` — the architecture (`max_length` defaults to the task length);
+/// * `data(batch_size, step)` — the training sequences of step `step` (each of the task's
+///   length, real tokens only);
+/// * `progress` — called after every step.
+///
+/// Returns the trained model (in inference mode, on `device`) with its checkpoint header.
+pub fn train<D, P>(
+    kind: ModelKind,
+    net: &NetConfig,
+    task: &TaskDescription,
+    config: &TrainConfig,
+    device: &Device,
+    mut data: D,
+    mut progress: P,
+) -> Result<Checkpoint, String>
+where
+    D: FnMut(usize, usize) -> Result<Vec<Vec<u32>>, String>,
+    P: FnMut(&TrainProgress),
+{
+    config.validate()?;
+    let net_config = net.resolved(task.length)?;
+    if task.length > net_config.max_len() {
+        return Err(format!(
+            "the task length {} exceeds the model's max_length {}",
+            task.length,
+            net_config.max_len()
+        ));
+    }
+    let (vocab, length, batch) = (task.vocab_size, task.length, config.batch_size);
+    let train_device = device.clone().autodiff();
+    let mut model = Transformer::new(kind, &net_config, vocab, config.seed, &train_device);
+    let mut optim = optimizer(config);
+    // The noise stream is separate from the weight initialisation stream.
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x6e6f_6973_655f_7264);
+    let start = Instant::now();
+    let mut last_loss = f64::NAN;
+    for step in 0..config.steps {
+        let seqs = data(batch, step).map_err(|e| format!("data source, step {step}: {e}"))?;
+        let x0 = flatten_batch(&seqs, batch, length, vocab)
+            .map_err(|e| format!("data source, step {step}: {e}"))?;
+        let loss = loss(kind, &model, &x0, batch, &mut rng, &train_device);
+        last_loss = loss.clone().into_scalar::<f32>() as f64;
+        if !last_loss.is_finite() {
+            return Err(format!(
+                "training diverged at step {step}: loss {last_loss}"
+            ));
+        }
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let lr = config.learning_rate(step);
+        model = optim.step(lr, model, grads);
+        let seconds = start.elapsed().as_secs_f64().max(1e-9);
+        progress(&TrainProgress {
+            step: step + 1,
+            steps: config.steps,
+            loss: last_loss,
+            lr,
+            tokens_per_second: ((step + 1) * batch * length) as f64 / seconds,
+        });
+    }
+    let model = model.valid();
+    let header = CheckpointHeader::new(
+        kind,
+        net_config,
+        task.clone(),
+        Some(config.clone()),
+        config.seed,
+    );
+    Ok(Checkpoint {
+        header: header.with_final_loss(last_loss),
+        net: model,
+    })
+}
+
+/// Mean loss over `batches` (no gradients); for the MDM the noise is drawn from `seed`, so the
+/// value is reproducible.
+pub fn evaluate(
+    kind: ModelKind,
+    net: &Transformer,
+    batches: &[Vec<Vec<u32>>],
+    seed: u64,
+    device: &Device,
+) -> Result<f64, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut total = 0.0;
+    for seqs in batches {
+        let length = seqs.first().map(Vec::len).unwrap_or(0);
+        let x0 = flatten_batch(seqs, seqs.len(), length, net.vocab)?;
+        let l = loss(kind, net, &x0, seqs.len(), &mut rng, device);
+        total += l.into_scalar::<f32>() as f64;
+    }
+    Ok(total / batches.len().max(1) as f64)
+}
