@@ -13,4 +13,5 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod suite;
+pub mod training;
 pub mod worker;

@@ -7,7 +7,7 @@ use dlm_bench::plugins::{self, Workspace};
 use dlm_bench::results::RunDir;
 use dlm_bench::run::{run, RunOptions};
 use dlm_bench::suite::PluginRef;
-use dlm_bench::{compare, history, report, worker};
+use dlm_bench::{compare, history, report, training, worker};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -40,6 +40,20 @@ enum Cmd {
         /// Cargo profile for building plugin crates (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
         #[arg(long)]
         plugin_profile: Option<String>,
+        /// Checkpoint cache for models with `train:` (default: $DLM_BENCH_CHECKPOINTS or
+        /// reports/checkpoints).
+        #[arg(long)]
+        checkpoints: Option<PathBuf>,
+    },
+    /// Train every model of a suite that has `train:` (or find it in the checkpoint cache),
+    /// without sampling; prints validation NLL against each task's exact optimum.
+    Train {
+        suite: PathBuf,
+        #[arg(long)]
+        plugin_profile: Option<String>,
+        /// Checkpoint cache (default: $DLM_BENCH_CHECKPOINTS or reports/checkpoints).
+        #[arg(long)]
+        checkpoints: Option<PathBuf>,
     },
     /// List the plugin crates of the workspace (built on demand) and their descriptors.
     List {
@@ -158,12 +172,14 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             out,
             resume,
             plugin_profile,
+            checkpoints,
         } => {
             let outcome = run(&RunOptions {
                 suite,
                 out,
                 resume,
                 plugin_profile: plugin_profile.unwrap_or_else(plugins::default_profile),
+                checkpoints: checkpoints.unwrap_or_else(training::default_cache_dir),
             })?;
             println!(
                 "run directory: {}\n  {} cells ran, {} failed; report: {}",
@@ -180,6 +196,37 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
                 return Ok(ExitCode::from(EXIT_CELLS_FAILED));
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Train {
+            suite,
+            plugin_profile,
+            checkpoints,
+        } => {
+            let results = dlm_bench::run::train_only(
+                &suite,
+                &plugin_profile.unwrap_or_else(plugins::default_profile),
+                &checkpoints.unwrap_or_else(training::default_cache_dir),
+            )?;
+            let mut failed = 0;
+            for (key, r) in &results {
+                match r {
+                    Ok(record) => println!(
+                        "{}
+  checkpoint: {}",
+                        record.summary_line(),
+                        record.checkpoint.display()
+                    ),
+                    Err(cause) => {
+                        failed += 1;
+                        println!("{key}: FAILED: {cause}");
+                    }
+                }
+            }
+            Ok(if failed > 0 {
+                ExitCode::from(EXIT_CELLS_FAILED)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Cmd::List {
             libraries,

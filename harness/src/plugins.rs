@@ -196,10 +196,18 @@ pub fn describe(
         library: library.to_owned(),
     };
     Ok(
-        match worker::run_job(&job, scratch, &name, Duration::from_secs(60), |_, _, _| {})? {
+        match worker::run_job(
+            &job,
+            scratch,
+            &name,
+            Duration::from_secs(60),
+            |_, _, _, _| {},
+        )? {
             Outcome::Described(d) => Ok(d),
             Outcome::Failed(cause) => Err(cause),
-            Outcome::Finished(_) => Err("worker answered a describe job with a cell result".into()),
+            Outcome::Finished(_) | Outcome::Trained(_) => {
+                Err("worker answered a describe job with something else".into())
+            }
         },
     )
 }

@@ -7,6 +7,7 @@ use crate::plugins;
 use crate::report;
 use crate::results::{CellRecord, CellStatus, Manifest, ManifestPlugin, RunDir, SampleRecord};
 use crate::suite::{did_you_mean, PluginRef, Suite, SuiteError};
+use crate::training;
 use crate::worker::{self, Job, Outcome};
 use anyhow::{Context, Result};
 use dlm_plugin_api::{ComponentKind, PluginDescriptor};
@@ -21,6 +22,8 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     pub resume: Option<PathBuf>,
     pub plugin_profile: String,
+    /// The checkpoint cache for models with `train:`.
+    pub checkpoints: PathBuf,
 }
 
 pub struct RunOutcome {
@@ -47,10 +50,10 @@ fn command_output(program: &str, args: &[&str], dir: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-type Descriptors = BTreeMap<PluginRef, std::result::Result<PluginDescriptor, String>>;
+pub(crate) type Descriptors = BTreeMap<PluginRef, std::result::Result<PluginDescriptor, String>>;
 
 /// Check that every task, model and sampler the suite names exists in its plugin.
-fn check_components(suite: &Suite, descriptors: &Descriptors) -> Result<(), SuiteError> {
+pub(crate) fn check_components(suite: &Suite, descriptors: &Descriptors) -> Result<(), SuiteError> {
     for t in &suite.tasks {
         if let Some(Ok(d)) = descriptors.get(&t.plugin) {
             if d.component(ComponentKind::Task, &t.component).is_none() {
@@ -81,6 +84,18 @@ fn check_components(suite: &Suite, descriptors: &Descriptors) -> Result<(), Suit
                     ),
                 ));
             };
+            if let (Some(_), Some(span)) = (&m.train, &m.train_span) {
+                if !info.has("train") {
+                    return Err(SuiteError::at(
+                        &suite.source,
+                        span,
+                        format!(
+                            "model `{}` ({} in plugin `{}`) cannot be trained by the harness (no `train` capability); remove `train:` and give it trained weights in `config`",
+                            m.name, m.component, d.name
+                        ),
+                    ));
+                }
+            }
             for &si in &m.samplers {
                 let s = &suite.samplers[si];
                 if !info.samplers.is_empty() && !info.samplers.contains(&s.sampler) {
@@ -103,10 +118,13 @@ fn check_components(suite: &Suite, descriptors: &Descriptors) -> Result<(), Suit
     Ok(())
 }
 
-pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
-    let suite = Suite::load(&opts.suite)?;
-    let libraries = plugins::resolve(&suite, &opts.plugin_profile)?;
-
+/// Load a suite, build and describe its plugins, and check it against them.
+pub(crate) fn prepare(
+    suite_path: &Path,
+    plugin_profile: &str,
+) -> Result<(Suite, BTreeMap<PluginRef, PathBuf>, Descriptors)> {
+    let suite = Suite::load(suite_path)?;
+    let libraries = plugins::resolve(&suite, plugin_profile)?;
     let scratch = tempfile_dir()?;
     let mut descriptors: Descriptors = BTreeMap::new();
     for (r, lib) in &libraries {
@@ -121,6 +139,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     }
     let _ = std::fs::remove_dir_all(&scratch);
     check_components(&suite, &descriptors)?;
+    Ok((suite, libraries, descriptors))
+}
+
+pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
+    let (suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
 
     let cells = suite.cells();
     let manifest_plugins: Vec<ManifestPlugin> = libraries
@@ -253,6 +276,15 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             .progress_chars("=> "),
     );
 
+    let trained = training::ensure_trained(
+        &training::units(todo.iter().copied()),
+        &libraries,
+        &descriptors,
+        &opts.checkpoints,
+        Some(&dir),
+        &bars,
+    )?;
+
     let (mut ok, mut failed) = (0, 0);
     for cell in todo {
         let unit = cell.unit_id();
@@ -267,6 +299,16 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 Some(Err(cause)) => Some(format!("plugin {r} could not be loaded: {cause}")),
                 _ => None,
             });
+        let training = training::unit_of(cell).map(|u| match trained.get(&u.key()) {
+            Some(Ok(record)) => Ok(record.checkpoint_ref()),
+            Some(Err(cause)) => Err(format!("training {} failed: {cause}", u.key())),
+            None => Err(format!("training {} did not run", u.key())),
+        });
+        let (broken, checkpoint) = match (broken, training) {
+            (Some(cause), _) | (None, Some(Err(cause))) => (Some(cause), None),
+            (None, Some(Ok(c))) => (None, Some(c)),
+            (None, None) => (None, None),
+        };
         let outcome = match broken {
             Some(cause) => Outcome::Failed(cause),
             None => {
@@ -274,6 +316,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                     cell: Box::new(cell.clone()),
                     task_library: task_lib.clone(),
                     model_library: model_lib,
+                    checkpoint,
                 };
                 sample_bar.reset();
                 sample_bar.set_length(cell.n as u64);
@@ -282,7 +325,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                     &dir.path.join("work"),
                     &unit,
                     Duration::from_secs_f64(cell.timeout_seconds),
-                    |phase, done, total| {
+                    |phase, done, total, _| {
                         sample_bar.set_prefix(phase.to_string());
                         sample_bar.set_length(total as u64);
                         sample_bar.set_position(done as u64);
@@ -337,7 +380,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 failed += 1;
                 Vec::new()
             }
-            Outcome::Described(_) => anyhow::bail!("worker answered a cell job with a descriptor"),
+            Outcome::Described(_) | Outcome::Trained(_) => {
+                anyhow::bail!("worker answered a cell job with something else")
+            }
         };
         dir.append_cell(&samples, &record)
             .with_context(|| format!("cannot record the results of cell {key}"))?;
@@ -393,4 +438,35 @@ pub fn ordered_summary(
         ordered = cells.to_vec();
     }
     metrics::summarize(&ordered, samples)
+}
+
+/// `dlm-bench train`: train (or find in the cache) every model of the suite that has `train:`,
+/// without sampling. Returns the records and the failures.
+pub fn train_only(
+    suite_path: &Path,
+    plugin_profile: &str,
+    checkpoints: &Path,
+) -> Result<Vec<(String, std::result::Result<training::TrainRecord, String>)>> {
+    let (suite, libraries, descriptors) = prepare(suite_path, plugin_profile)?;
+    let cells = suite.cells();
+    let units = training::units(cells.iter());
+    if units.is_empty() {
+        anyhow::bail!(
+            "suite {} has no model with `train:`; nothing to train",
+            suite_path.display()
+        );
+    }
+    let bars = MultiProgress::new();
+    let mut results =
+        training::ensure_trained(&units, &libraries, &descriptors, checkpoints, None, &bars)?;
+    Ok(units
+        .iter()
+        .map(|u| {
+            let key = u.key();
+            let r = results
+                .remove(&key)
+                .unwrap_or_else(|| Err("not trained".into()));
+            (key, r)
+        })
+        .collect())
 }

@@ -159,6 +159,12 @@ struct RawModel {
     /// Names of the suite's samplers this model runs (default: all).
     #[serde(default)]
     samplers: Option<Vec<Spanned<String>>>,
+    /// Names of the suite's tasks this model runs on (default: all).
+    #[serde(default)]
+    tasks: Option<Vec<Spanned<String>>>,
+    /// Read from the YAML tree instead (`parse_train`).
+    #[serde(default, rename = "train")]
+    _train: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -234,6 +240,110 @@ pub struct ModelEntry {
     pub config: Value,
     /// Indices into `Suite::samplers`.
     pub samplers: Vec<usize>,
+    /// Indices into `Suite::tasks`.
+    pub tasks: Vec<usize>,
+    /// Train the model per task and length before sampling (`train:` in the suite).
+    pub train: Option<TrainSpec>,
+    pub train_span: Option<marked_yaml::Span>,
+}
+
+/// A model's `train:` mapping: the harness trains the model on fresh ground-truth sequences of
+/// each task it runs on, once per (task, length), and caches the checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainSpec {
+    /// Optimiser steps.
+    pub steps: usize,
+    /// Sequences per step (drawn fresh from the task's `sample_reference` every step).
+    pub batch_size: usize,
+    /// Seed of the initial weights, the objective's noise and the training data.
+    pub seed: u64,
+    /// Evaluate on the held-out set every this many steps (and at the end).
+    pub validation_every: usize,
+    /// Size of the held-out validation set.
+    pub validation_samples: usize,
+    /// Wall-clock limit of one training run; not part of the model's identity.
+    pub timeout_seconds: f64,
+    /// Everything else in `train:`, handed to the plugin (learning rate, warm-up, …).
+    pub options: Value,
+}
+
+impl TrainSpec {
+    /// What determines the trained weights (the timeout does not).
+    pub fn identity(&self) -> Value {
+        serde_json::json!({
+            "steps": self.steps,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "validation_samples": self.validation_samples,
+            "options": &self.options,
+        })
+    }
+}
+
+/// Parse a model's `train:` mapping, locating every error.
+fn parse_train(node: &Node, source: &SuiteSource) -> Result<TrainSpec, SuiteError> {
+    let Some(map) = node.as_mapping() else {
+        return Err(SuiteError::at(
+            source,
+            node.span(),
+            "`train` must be a mapping, e.g. {steps: 2000, batch_size: 64, lr: 1e-3}",
+        ));
+    };
+    let int = |v: &Node, what: &str, min: i64| -> Result<i64, SuiteError> {
+        match v.as_scalar().and_then(|s| s.as_str().parse::<i64>().ok()) {
+            Some(i) if i >= min => Ok(i),
+            _ => Err(SuiteError::at(
+                source,
+                v.span(),
+                format!("train.{what} must be an integer ≥ {min}"),
+            )),
+        }
+    };
+    let (mut steps, mut batch_size, mut seed) = (None, None, 0u64);
+    let (mut every, mut validation_samples, mut timeout) = (None, 512usize, 3600.0f64);
+    let mut options = serde_json::Map::new();
+    for (k, v) in map.iter() {
+        match k.as_str() {
+            "steps" => steps = Some(int(v, "steps", 1)? as usize),
+            "batch_size" => batch_size = Some(int(v, "batch_size", 1)? as usize),
+            "seed" => seed = int(v, "seed", 0)? as u64,
+            "validation_every" => every = Some(int(v, "validation_every", 1)? as usize),
+            "validation_samples" => validation_samples = int(v, "validation_samples", 1)? as usize,
+            "timeout_seconds" => {
+                timeout = match v.as_scalar().and_then(|s| s.as_str().parse::<f64>().ok()) {
+                    Some(t) if t > 0.0 && t.is_finite() => t,
+                    _ => {
+                        return Err(SuiteError::at(
+                            source,
+                            v.span(),
+                            "train.timeout_seconds must be a positive number",
+                        ))
+                    }
+                }
+            }
+            other => {
+                options.insert(other.to_string(), yaml_to_json(v, source)?);
+            }
+        }
+    }
+    let missing = |what: &str| {
+        SuiteError::at(
+            source,
+            node.span(),
+            format!("`train` needs `{what}` (e.g. {{steps: 2000, batch_size: 64}})"),
+        )
+    };
+    let steps = steps.ok_or_else(|| missing("steps"))?;
+    let batch_size = batch_size.ok_or_else(|| missing("batch_size"))?;
+    Ok(TrainSpec {
+        steps,
+        batch_size,
+        seed,
+        validation_every: every.unwrap_or((steps / 10).max(1)),
+        validation_samples,
+        timeout_seconds: timeout,
+        options: Value::Object(options),
+    })
 }
 
 /// A sampler entry; `steps` is empty for `left_to_right` (one step per token).
@@ -340,13 +450,16 @@ impl Suite {
 
         let mut samplers = Vec::new();
         for (i, s) in raw.samplers.iter().enumerate() {
-            let one_step_per_token = s.sampler.as_str() == "left_to_right";
+            let one_step_per_token = matches!(s.sampler.as_str(), "left_to_right" | "ar");
             let steps = match &s.steps {
                 Some(steps) if one_step_per_token => {
                     return Err(SuiteError::at(
                         &source,
                         steps.span(),
-                        "left_to_right takes exactly one step per token; remove `steps`",
+                        format!(
+                            "{} takes exactly one step per token; remove `steps`",
+                            *s.sampler
+                        ),
                     ))
                 }
                 Some(steps) => {
@@ -432,6 +545,32 @@ impl Suite {
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             };
+            let task_indices = match &m.tasks {
+                None => (0..tasks.len()).collect(),
+                Some(names) => names
+                    .iter()
+                    .map(|n| {
+                        tasks.iter().position(|t| t.name == n.as_str()).ok_or_else(|| {
+                            SuiteError::at(
+                                &source,
+                                n.span(),
+                                format!(
+                                    "model `{}` asks for task `{}`, which the suite's `tasks` list does not define{}",
+                                    *m.name,
+                                    n.as_str(),
+                                    did_you_mean(n, tasks.iter().map(|t| t.name.as_str()))
+                                ),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
+            let train_node = top
+                .get_sequence("models")
+                .and_then(|seq| seq.get_node(i))
+                .and_then(Node::as_mapping)
+                .and_then(|map| map.get_node("train"));
+            let train = train_node.map(|n| parse_train(n, &source)).transpose()?;
             models.push(ModelEntry {
                 name: m.name.to_string(),
                 plugin: PluginRef::parse(&m.plugin, &suite_dir),
@@ -440,6 +579,9 @@ impl Suite {
                 component_span: *m.model.span(),
                 config,
                 samplers: chosen,
+                tasks: task_indices,
+                train,
+                train_span: train_node.map(|n| *n.span()),
             });
         }
 
@@ -524,12 +666,13 @@ impl Suite {
         let mut cells = Vec::new();
         for &seed in &self.seeds {
             for &length in &self.lengths {
-                for task in &self.tasks {
+                for (ti, task) in self.tasks.iter().enumerate() {
                     let task_spec = ComponentSpec {
                         name: task.name.clone(),
                         plugin: task.plugin.clone(),
                         component: task.component.clone(),
                         config: task.config.clone(),
+                        train: None,
                     };
                     let base =
                         |model: Option<ComponentSpec>, sampler: Option<SamplerSpec>| CellSpec {
@@ -545,12 +688,13 @@ impl Suite {
                     if self.reference {
                         cells.push(base(None, None));
                     }
-                    for model in &self.models {
+                    for model in self.models.iter().filter(|m| m.tasks.contains(&ti)) {
                         let model_spec = ComponentSpec {
                             name: model.name.clone(),
                             plugin: model.plugin.clone(),
                             component: model.component.clone(),
                             config: model.config.clone(),
+                            train: model.train.clone(),
                         };
                         for &si in &model.samplers {
                             let s = &self.samplers[si];
@@ -696,6 +840,9 @@ pub struct ComponentSpec {
     pub component: String,
     #[serde(default)]
     pub config: Value,
+    /// Models only: train before sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train: Option<TrainSpec>,
 }
 
 /// One benchmark cell: a task, a model with a sampler (or the ground-truth reference row when
@@ -736,7 +883,10 @@ impl CellSpec {
     pub fn unit_id(&self) -> String {
         let identity = serde_json::json!({
             "task": [&self.task.name, &self.task.component, &self.task.config],
-            "model": self.model.as_ref().map(|m| serde_json::json!([&m.name, &m.component, &m.config])),
+            "model": self.model.as_ref().map(|m| match &m.train {
+                None => serde_json::json!([&m.name, &m.component, &m.config]),
+                Some(t) => serde_json::json!([&m.name, &m.component, &m.config, t.identity()]),
+            }),
             "sampler": &self.sampler,
             "length": self.length,
             "seed": self.seed,

@@ -4,13 +4,14 @@
 //! stderr stay free for the plugin's own output and go to the cell's log).
 
 use crate::results::{BatchRecord, PluginId};
-use crate::suite::CellSpec;
+use crate::suite::{CellSpec, ComponentSpec, TrainSpec};
 use anyhow::{Context, Result};
 use dlm_plugin_api::abi::Instance;
 use dlm_plugin_api::{
-    method, ComponentKind, DescribeTaskRequest, GenerateReply, GenerateRequest, LoadedPlugin,
-    ModelOpenConfig, PluginDescriptor, SampleReferenceRequest, SampleScore, ScoreReply,
-    TaskBinding, TaskDescription, TokenBatch,
+    method, ComponentKind, DescribeTaskRequest, EvaluateReply, GenerateReply, GenerateRequest,
+    LoadedPlugin, ModelOpenConfig, PluginDescriptor, SampleReferenceRequest, SampleScore,
+    SaveReply, SaveRequest, ScoreReply, TaskBinding, TaskDescription, TokenBatch, TrainSettings,
+    TrainStepReply, TrainStepRequest, TrainedCheckpoint,
 };
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -29,7 +30,76 @@ pub enum Job {
         cell: Box<CellSpec>,
         task_library: PathBuf,
         model_library: Option<PathBuf>,
+        /// The trained weights of a model with `train:`.
+        #[serde(default)]
+        checkpoint: Option<TrainedCheckpoint>,
     },
+    /// Train one model on one task and save the checkpoint to `checkpoint`.
+    Train {
+        unit: Box<TrainUnit>,
+        task_library: PathBuf,
+        model_library: PathBuf,
+        checkpoint: PathBuf,
+    },
+}
+
+/// One training run: a model with `train:` on one task at one length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainUnit {
+    pub task: ComponentSpec,
+    pub model: ComponentSpec,
+    pub length: usize,
+}
+
+impl TrainUnit {
+    /// `model/task/L<length>`.
+    pub fn key(&self) -> String {
+        format!("{}/{}/L{}", self.model.name, self.task.name, self.length)
+    }
+
+    pub fn spec(&self) -> &TrainSpec {
+        self.model
+            .train
+            .as_ref()
+            .expect("a training unit's model has `train:`")
+    }
+
+    /// Seeds of the training and validation data, kept apart from the suite's sampling seeds
+    /// (which draw the reference rows) so no evaluation sequence is trained on by construction.
+    pub fn data_seeds(&self) -> (u64, u64) {
+        let seed = self.spec().seed;
+        (
+            0x7472_6169_6e5f_6461 ^ seed.rotate_left(17),
+            0x7661_6c69_645f_6461 ^ seed.rotate_left(17),
+        )
+    }
+}
+
+/// One validation measurement during training.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationPoint {
+    pub step: usize,
+    /// Held-out NLL per token in nats (an upper bound when `TrainOutput::bound`).
+    pub nll_per_token: f64,
+}
+
+/// The result of a training job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainOutput {
+    pub fingerprint: String,
+    pub task_description: TaskDescription,
+    pub task_plugin: PluginId,
+    pub model_plugin: PluginId,
+    pub steps: usize,
+    pub tokens: u64,
+    pub wall_seconds: f64,
+    pub tokens_per_second: f64,
+    pub final_loss: f64,
+    /// Training loss of every step.
+    pub losses: Vec<f64>,
+    pub validation: Vec<ValidationPoint>,
+    /// Whether the validation values are upper bounds (an MDM's ELBO) rather than exact NLLs.
+    pub bound: bool,
 }
 
 /// One generated-and-scored sample.
@@ -62,12 +132,18 @@ pub enum Event {
         phase: String,
         done: usize,
         total: usize,
+        /// A short status line (training: loss, validation, tokens/s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     Described {
         descriptor: PluginDescriptor,
     },
     Finished {
         output: Box<CellOutput>,
+    },
+    Trained {
+        output: Box<TrainOutput>,
     },
     Failed {
         message: String,
@@ -108,14 +184,26 @@ pub fn worker_main(job_path: &Path, events_path: &Path) -> Result<i32> {
             cell,
             task_library,
             model_library,
+            checkpoint,
         } => run_cell(
             cell.as_ref(),
             task_library,
             model_library.as_deref(),
+            checkpoint.as_ref(),
             &mut events,
         )
         .map(|output| Event::Finished {
             output: Box::new(output),
+        }),
+        Job::Train {
+            unit,
+            task_library,
+            model_library,
+            checkpoint,
+        } => run_train(unit, task_library, model_library, checkpoint, &mut events).map(|output| {
+            Event::Trained {
+                output: Box::new(output),
+            }
         }),
     };
     match result {
@@ -155,37 +243,256 @@ fn plugin_id(p: &LoadedPlugin) -> PluginId {
     }
 }
 
-fn run_cell(
-    cell: &CellSpec,
+fn progress(phase: &str, done: usize, total: usize) -> Event {
+    Event::Progress {
+        phase: phase.into(),
+        done,
+        total,
+        message: None,
+    }
+}
+
+/// Load the task plugin, open the task and describe it at `length`.
+fn open_task(
+    task: &ComponentSpec,
     task_library: &Path,
-    model_library: Option<&Path>,
-    events: &mut EventWriter,
-) -> Result<CellOutput> {
+    length: usize,
+) -> Result<(LoadedPlugin, Instance, TaskDescription)> {
     let task_plugin = LoadedPlugin::load(task_library)?;
     if task_plugin
         .descriptor
-        .component(ComponentKind::Task, &cell.task.component)
+        .component(ComponentKind::Task, &task.component)
         .is_none()
     {
         anyhow::bail!(
             "plugin `{}` provides no task `{}`",
             task_plugin.name(),
-            cell.task.component
+            task.component
         );
     }
-    let task = task_plugin.open(
+    let instance = task_plugin.open(
         ComponentKind::Task,
-        &cell.task.component,
-        &cell.task.config.to_string(),
+        &task.component,
+        &task.config.to_string(),
     )?;
     let (description, _): (TaskDescription, _) = call(
-        &task,
+        &instance,
         method::TASK_DESCRIBE,
-        &DescribeTaskRequest {
-            length: cell.length,
+        &DescribeTaskRequest { length },
+        &[],
+    )?;
+    Ok((task_plugin, instance, description))
+}
+
+/// Ground-truth sequences `first .. first + n` of the stream `seed`, checked.
+fn reference_batch(
+    task: &Instance,
+    n: usize,
+    length: usize,
+    seed: u64,
+    first: u64,
+    vocab: u32,
+) -> Result<Vec<Vec<u32>>> {
+    let (shape, tokens): (TokenBatch, _) = call(
+        task,
+        method::TASK_SAMPLE_REFERENCE,
+        &SampleReferenceRequest {
+            n,
+            length,
+            seed,
+            first_index: first,
         },
         &[],
     )?;
+    let seqs = shape.unpack(&tokens).map_err(anyhow::Error::msg)?;
+    check_sequences(&seqs, n, length, vocab, "task.sample_reference")?;
+    Ok(seqs)
+}
+
+/// Train one model: fresh ground-truth batches every step, the held-out set evaluated every
+/// `validation_every` steps and at the end, then `model.save`.
+fn run_train(
+    unit: &TrainUnit,
+    task_library: &Path,
+    model_library: &Path,
+    checkpoint: &Path,
+    events: &mut EventWriter,
+) -> Result<TrainOutput> {
+    let spec = unit.spec().clone();
+    let (task_plugin, task, description) = open_task(&unit.task, task_library, unit.length)?;
+    let vocab = description.vocab_size as u32;
+    let model_plugin = LoadedPlugin::load(model_library)?;
+    let info = model_plugin
+        .descriptor
+        .component(ComponentKind::Model, &unit.model.component)
+        .with_context(|| {
+            format!(
+                "plugin `{}` provides no model `{}`",
+                model_plugin.name(),
+                unit.model.component
+            )
+        })?;
+    if !info.has("train") {
+        anyhow::bail!(
+            "model `{}` of plugin `{}` cannot be trained by the harness (no `train` capability)",
+            unit.model.component,
+            model_plugin.name()
+        );
+    }
+    let (train_seed, validation_seed) = unit.data_seeds();
+    let binding = TaskBinding {
+        plugin: task_plugin.descriptor.name.clone(),
+        task: unit.task.component.clone(),
+        config: unit.task.config.clone(),
+        description: description.clone(),
+    };
+    let open = ModelOpenConfig {
+        config: unit.model.config.clone(),
+        task: binding.clone(),
+        train: Some(TrainSettings {
+            steps: spec.steps,
+            batch_size: spec.batch_size,
+            seed: spec.seed,
+            data: serde_json::json!({
+                "task_plugin": &binding.plugin,
+                "task_plugin_version": &task_plugin.descriptor.version,
+                "task": &binding.task,
+                "config": &binding.config,
+                "train_seed": train_seed,
+                "validation_seed": validation_seed,
+                "validation_samples": spec.validation_samples,
+            }),
+            options: spec.options.clone(),
+        }),
+        checkpoint: None,
+    };
+    let model = model_plugin.open(
+        ComponentKind::Model,
+        &unit.model.component,
+        &serde_json::to_string(&open)?,
+    )?;
+    let validation_set = reference_batch(
+        &task,
+        spec.validation_samples,
+        unit.length,
+        validation_seed,
+        0,
+        vocab,
+    )?;
+    let optimum = description
+        .entropy_nats
+        .map(|h| h / description.length as f64);
+    let mut bound = false;
+    let mut validate = || -> Result<f64> {
+        let (mut total, mut weight) = (0.0, 0usize);
+        for chunk in validation_set.chunks(spec.batch_size.max(1)) {
+            let (shape, buffer) = TokenBatch::pack(chunk);
+            let (reply, _): (EvaluateReply, _) =
+                call(&model, method::MODEL_EVALUATE, &shape, &buffer)?;
+            if !reply.nll_per_token.is_finite() {
+                anyhow::bail!(
+                    "model.evaluate returned a non-finite loss ({})",
+                    reply.nll_per_token
+                );
+            }
+            bound = reply.bound;
+            total += reply.nll_per_token * chunk.len() as f64;
+            weight += chunk.len();
+        }
+        Ok(total / weight.max(1) as f64)
+    };
+    let started = std::time::Instant::now();
+    let mut losses = Vec::with_capacity(spec.steps);
+    let mut validation = Vec::new();
+    let mut last_validation: Option<f64> = None;
+    let mut last_report = std::time::Instant::now() - Duration::from_secs(1);
+    for step in 0..spec.steps {
+        let batch = reference_batch(
+            &task,
+            spec.batch_size,
+            unit.length,
+            train_seed,
+            (step * spec.batch_size) as u64,
+            vocab,
+        )?;
+        let (shape, buffer) = TokenBatch::pack(&batch);
+        let (reply, _): (TrainStepReply, _) = call(
+            &model,
+            method::MODEL_TRAIN_STEP,
+            &TrainStepRequest {
+                step,
+                lengths: shape.lengths,
+            },
+            &buffer,
+        )
+        .with_context(|| format!("training step {step} of {}", spec.steps))?;
+        if !reply.loss.is_finite() {
+            anyhow::bail!("training diverged at step {step}: loss {}", reply.loss);
+        }
+        losses.push(reply.loss);
+        let done = step + 1;
+        if done % spec.validation_every == 0 || done == spec.steps {
+            let v = validate()?;
+            validation.push(ValidationPoint {
+                step: done,
+                nll_per_token: v,
+            });
+            last_validation = Some(v);
+        }
+        // At most ten progress lines a second: the parent re-reads the events file.
+        if last_report.elapsed() >= Duration::from_millis(100) || done == spec.steps {
+            last_report = std::time::Instant::now();
+            let seconds = started.elapsed().as_secs_f64().max(1e-9);
+            let tokens_per_second = (done * spec.batch_size * unit.length) as f64 / seconds;
+            let mut message = format!("loss {:.4}  {:.0} tok/s", reply.loss, tokens_per_second);
+            if let Some(v) = last_validation {
+                message.push_str(&format!("  val {v:.4}"));
+                if let Some(o) = optimum {
+                    message.push_str(&format!(" (optimum {o:.4})"));
+                }
+            }
+            events.emit(&Event::Progress {
+                phase: "train".into(),
+                done,
+                total: spec.steps,
+                message: Some(message),
+            })?;
+        }
+    }
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let (reply, _): (SaveReply, _) = call(
+        &model,
+        method::MODEL_SAVE,
+        &SaveRequest {
+            path: checkpoint.to_string_lossy().into_owned(),
+        },
+        &[],
+    )?;
+    let tokens = (spec.steps * spec.batch_size * unit.length) as u64;
+    Ok(TrainOutput {
+        fingerprint: reply.fingerprint,
+        task_description: description,
+        task_plugin: plugin_id(&task_plugin),
+        model_plugin: plugin_id(&model_plugin),
+        steps: spec.steps,
+        tokens,
+        wall_seconds,
+        tokens_per_second: tokens as f64 / wall_seconds.max(1e-9),
+        final_loss: losses.last().copied().unwrap_or(f64::NAN),
+        losses,
+        validation,
+        bound,
+    })
+}
+
+fn run_cell(
+    cell: &CellSpec,
+    task_library: &Path,
+    model_library: Option<&Path>,
+    checkpoint: Option<&TrainedCheckpoint>,
+    events: &mut EventWriter,
+) -> Result<CellOutput> {
+    let (task_plugin, task, description) = open_task(&cell.task, task_library, cell.length)?;
     let n = cell.n;
     let batch = cell.batch_size.max(1);
     let mut sequences: Vec<Vec<u32>> = Vec::with_capacity(n);
@@ -197,37 +504,18 @@ fn run_cell(
     let vocab = description.vocab_size as u32;
     match (&cell.model, &cell.sampler) {
         (None, _) => {
-            events.emit(&Event::Progress {
-                phase: "reference".into(),
-                done: 0,
-                total: n,
-            })?;
+            events.emit(&progress("reference", 0, n))?;
             let mut first = 0;
             while first < n {
                 let size = batch.min(n - first);
-                let (shape, tokens): (TokenBatch, _) = call(
-                    &task,
-                    method::TASK_SAMPLE_REFERENCE,
-                    &SampleReferenceRequest {
-                        n: size,
-                        length: cell.length,
-                        seed: cell.seed,
-                        first_index: first as u64,
-                    },
-                    &[],
-                )?;
-                let seqs = shape.unpack(&tokens).map_err(anyhow::Error::msg)?;
-                check_sequences(&seqs, size, cell.length, vocab, "task.sample_reference")?;
+                let seqs =
+                    reference_batch(&task, size, cell.length, cell.seed, first as u64, vocab)?;
                 for _ in &seqs {
                     stats.push((0, 0));
                 }
                 sequences.extend(seqs);
                 first += size;
-                events.emit(&Event::Progress {
-                    phase: "reference".into(),
-                    done: first,
-                    total: n,
-                })?;
+                events.emit(&progress("reference", first, n))?;
             }
         }
         (Some(model_spec), Some(sampler)) => {
@@ -253,17 +541,15 @@ fn run_cell(
                     config: cell.task.config.clone(),
                     description: description.clone(),
                 },
+                train: None,
+                checkpoint: checkpoint.cloned(),
             };
             let model = model_plugin.open(
                 ComponentKind::Model,
                 &model_spec.component,
                 &serde_json::to_string(&open)?,
             )?;
-            events.emit(&Event::Progress {
-                phase: "generate".into(),
-                done: 0,
-                total: n,
-            })?;
+            events.emit(&progress("generate", 0, n))?;
             let mut first = 0;
             while first < n {
                 let size = batch.min(n - first);
@@ -299,11 +585,7 @@ fn run_cell(
                 device = Some(reply.device.clone());
                 sequences.extend(seqs);
                 first += size;
-                events.emit(&Event::Progress {
-                    phase: "generate".into(),
-                    done: first,
-                    total: n,
-                })?;
+                events.emit(&progress("generate", first, n))?;
             }
         }
         (Some(_), None) => anyhow::bail!("a model cell needs a sampler"),
@@ -321,11 +603,7 @@ fn run_cell(
             );
         }
         scores.extend(reply.scores);
-        events.emit(&Event::Progress {
-            phase: "score".into(),
-            done: scores.len(),
-            total: n,
-        })?;
+        events.emit(&progress("score", scores.len(), n))?;
     }
     let samples = sequences
         .into_iter()
@@ -397,6 +675,7 @@ pub fn worker_exe() -> Result<PathBuf> {
 pub enum Outcome {
     Described(PluginDescriptor),
     Finished(Box<CellOutput>),
+    Trained(Box<TrainOutput>),
     /// The job failed; the cause says why (plugin error, crash signal, timeout) and quotes the
     /// end of the worker's log.
     Failed(String),
@@ -409,7 +688,7 @@ pub fn run_job(
     scratch: &Path,
     name: &str,
     timeout: Duration,
-    mut on_progress: impl FnMut(&str, usize, usize),
+    mut on_progress: impl FnMut(&str, usize, usize, Option<&str>),
 ) -> Result<Outcome> {
     let job_path = scratch.join(format!("{name}.job.json"));
     let events_path = scratch.join(format!("{name}.events.jsonl"));
@@ -448,7 +727,12 @@ pub fn run_job(
                 .collect();
             for line in lines.iter().skip(seen_lines) {
                 match serde_json::from_str::<Event>(line) {
-                    Ok(Event::Progress { phase, done, total }) => on_progress(&phase, done, total),
+                    Ok(Event::Progress {
+                        phase,
+                        done,
+                        total,
+                        message,
+                    }) => on_progress(&phase, done, total, message.as_deref()),
                     Ok(e) => last = Some(e),
                     Err(_) => {} // a line being written; read again next round
                 }
@@ -474,15 +758,19 @@ pub fn run_job(
     let tail = log_tail(&log_path, 12);
     let outcome = match (status, last) {
         (None, _) => Outcome::Failed(format!(
-            "timed out after {:.0} s (the per-cell limit `timeout_seconds`); worker killed{tail}",
+            "timed out after {:.0} s (the limit `timeout_seconds`); worker killed{tail}",
             timeout.as_secs_f64()
         )),
         (Some(_), Some(Event::Described { descriptor })) => Outcome::Described(descriptor),
         (Some(_), Some(Event::Finished { output })) => Outcome::Finished(output),
+        (Some(_), Some(Event::Trained { output })) => Outcome::Trained(output),
         (Some(_), Some(Event::Failed { message })) => Outcome::Failed(message),
         (Some(status), _) => Outcome::Failed(format!("worker {}{tail}", describe_exit(status))),
     };
-    if matches!(outcome, Outcome::Finished(_) | Outcome::Described(_)) {
+    if matches!(
+        outcome,
+        Outcome::Finished(_) | Outcome::Described(_) | Outcome::Trained(_)
+    ) {
         let _ = std::fs::remove_file(&job_path);
         let _ = std::fs::remove_file(&events_path);
     }

@@ -18,8 +18,14 @@ pub mod method {
     pub const TASK_SCORE: &str = "task.score";
     /// Model: `GenerateRequest` → `GenerateReply` (tokens in the token buffer).
     pub const MODEL_GENERATE: &str = "model.generate";
-    /// Model (capability `train`): `TrainRequest` → `TrainReply`.
-    pub const MODEL_TRAIN: &str = "model.train";
+    /// Model opened with `train` settings (capability `train`): `TrainStepRequest` (the batch
+    /// in the token buffer) → `TrainStepReply`; one optimiser step.
+    pub const MODEL_TRAIN_STEP: &str = "model.train_step";
+    /// Model opened with `train` settings: `TokenBatch` (tokens in the token buffer) →
+    /// `EvaluateReply`; the training objective on held-out data, no update.
+    pub const MODEL_EVALUATE: &str = "model.evaluate";
+    /// Model opened with `train` settings: `SaveRequest` → `SaveReply`; write the checkpoint.
+    pub const MODEL_SAVE: &str = "model.save";
     /// Model (capability `loglikelihood`): `TokenBatch` → `LoglikelihoodReply`.
     pub const MODEL_LOGLIKELIHOOD: &str = "model.loglikelihood";
 }
@@ -88,6 +94,14 @@ impl ComponentInfo {
     pub fn has(&self, capability: &str) -> bool {
         self.capabilities.iter().any(|c| c == capability)
     }
+
+    /// The same component with one more capability.
+    pub fn with_capability(mut self, capability: &str) -> Self {
+        if !self.has(capability) {
+            self.capabilities.push(capability.to_string());
+        }
+        self
+    }
 }
 
 /// Configuration handed to `open` for a model: its own configuration plus the task it will be
@@ -98,6 +112,81 @@ pub struct ModelOpenConfig {
     #[serde(default)]
     pub config: Value,
     pub task: TaskBinding,
+    /// Present when the harness opens the model to train it (capability `train`): the model
+    /// then answers `model.train_step`, `model.evaluate` and `model.save`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train: Option<TrainSettings>,
+    /// Present when the harness trained this model earlier: load these weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<TrainedCheckpoint>,
+}
+
+/// How the harness trains a model. The harness draws the data (fresh ground-truth sequences
+/// from the task every step) and drives the loop; the plugin owns the optimiser.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainSettings {
+    /// Optimiser steps the harness will send (learning-rate schedules need the total).
+    pub steps: usize,
+    /// Sequences per step.
+    pub batch_size: usize,
+    /// Seed of the initial weights and of any noise the objective draws.
+    pub seed: u64,
+    /// Where the training data come from (task plugin, task, config, data seed), so the plugin
+    /// can record it in the checkpoint's identity.
+    #[serde(default)]
+    pub data: Value,
+    /// Plugin-specific options from the suite's `train:` mapping (learning rate, warm-up, …).
+    #[serde(default)]
+    pub options: Value,
+}
+
+/// A checkpoint written by `model.save` that a later `open` should load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainedCheckpoint {
+    pub path: String,
+    /// The fingerprint `model.save` returned; the plugin refuses a file that does not match.
+    pub fingerprint: String,
+}
+
+/// `model.train_step` request; the batch travels in the token buffer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainStepRequest {
+    /// 0-based optimiser step.
+    pub step: usize,
+    pub lengths: Vec<usize>,
+}
+
+/// `model.train_step` reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainStepReply {
+    /// Training loss of this batch (nats per token).
+    pub loss: f64,
+    /// Learning rate used for this step.
+    pub lr: f64,
+}
+
+/// `model.evaluate` reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluateReply {
+    /// Mean negative log-likelihood per token in nats, or an upper bound on it (`bound`).
+    pub nll_per_token: f64,
+    /// Whether `nll_per_token` is an upper bound (e.g. a diffusion model's ELBO) rather than
+    /// the exact value.
+    #[serde(default)]
+    pub bound: bool,
+}
+
+/// `model.save` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SaveRequest {
+    pub path: String,
+}
+
+/// `model.save` reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SaveReply {
+    /// Identity of the saved model; pass it back in `TrainedCheckpoint`.
+    pub fingerprint: String,
 }
 
 /// The task a model instance serves.

@@ -97,8 +97,33 @@ pub trait Task: Send {
 }
 
 /// A model: answers `generate`. Most models are a [`DenoiserModel`].
+///
+/// A model whose component lists the capability `train` is also opened by the harness with
+/// [`ModelOpenConfig::train`] set; that instance answers the three training methods below
+/// (the harness draws the data and drives the loop) and is not asked to generate.
 pub trait Model: Send {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)>;
+
+    /// One optimiser step on `batch` (real tokens only, every sequence of the task's length).
+    fn train_step(&mut self, _step: usize, _batch: &[Vec<u32>]) -> Result<TrainStepReply> {
+        Err(PluginError(
+            "this model cannot be trained by the harness (no `train` capability)".into(),
+        ))
+    }
+
+    /// The training objective on held-out `batch`, without updating anything.
+    fn evaluate(&mut self, _batch: &[Vec<u32>]) -> Result<EvaluateReply> {
+        Err(PluginError(
+            "this model cannot be trained by the harness (no `train` capability)".into(),
+        ))
+    }
+
+    /// Write the trained model to `path` and return its fingerprint.
+    fn save(&mut self, _path: &std::path::Path) -> Result<SaveReply> {
+        Err(PluginError(
+            "this model cannot be trained by the harness (no `train` capability)".into(),
+        ))
+    }
 }
 
 /// Turns any [`Denoiser`] into a [`Model`] using the shared samplers.
@@ -250,7 +275,7 @@ impl PluginInstance for ModelInstance {
         &mut self,
         method: &str,
         request_json: &str,
-        _tokens: &[u32],
+        tokens: &[u32],
     ) -> std::result::Result<(String, Vec<u32>), String> {
         match method {
             method::MODEL_GENERATE => {
@@ -259,6 +284,29 @@ impl PluginInstance for ModelInstance {
                 let (shape, buffer) = TokenBatch::pack(&seqs);
                 reply.lengths = shape.lengths;
                 Ok((to_json(&reply)?, buffer))
+            }
+            method::MODEL_TRAIN_STEP => {
+                let req: TrainStepRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let batch = TokenBatch {
+                    lengths: req.lengths,
+                }
+                .unpack(tokens)?;
+                let reply = self.0.train_step(req.step, &batch).map_err(|e| e.0)?;
+                Ok((to_json(&reply)?, Vec::new()))
+            }
+            method::MODEL_EVALUATE => {
+                let shape: TokenBatch = parse_json(request_json).map_err(|e| e.0)?;
+                let batch = shape.unpack(tokens)?;
+                let reply = self.0.evaluate(&batch).map_err(|e| e.0)?;
+                Ok((to_json(&reply)?, Vec::new()))
+            }
+            method::MODEL_SAVE => {
+                let req: SaveRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let reply = self
+                    .0
+                    .save(std::path::Path::new(&req.path))
+                    .map_err(|e| e.0)?;
+                Ok((to_json(&reply)?, Vec::new()))
             }
             other => Err(format!(
                 "this model does not answer `{other}` (capability not provided)"

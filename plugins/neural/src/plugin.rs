@@ -4,12 +4,14 @@ use crate::checkpoint::{Checkpoint, CheckpointHeader, PLUGIN_NAME, PLUGIN_VERSIO
 use crate::model::{
     subs_log_probs, to_host, tokens_tensor, ArCache, ModelKind, NetConfig, Transformer,
 };
+use crate::train::{TrainConfig, Trainer};
 use burn::tensor::activation::softmax;
 use burn::tensor::Device;
 use dlm_sdk::sampler::{Autoregressive, AutoregressiveModel};
 use dlm_sdk::{
-    ComponentInfo, Denoiser, DenoiserModel, Model, ModelOpenConfig, Plugin, PluginError, Result,
-    TaskDescription,
+    ComponentInfo, Denoiser, DenoiserModel, EvaluateReply, GenerateReply, GenerateRequest, Model,
+    ModelOpenConfig, Plugin, PluginError, Result, SaveReply, TaskDescription, TrainSettings,
+    TrainStepReply,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -133,6 +135,15 @@ pub fn open_checkpoint(
             ))
         }
     };
+    check_checkpoint(kind, ckpt, task)
+}
+
+/// Refuse a checkpoint of the wrong kind or trained for another task or length.
+fn check_checkpoint(
+    kind: ModelKind,
+    ckpt: Checkpoint,
+    task: &TaskDescription,
+) -> Result<Checkpoint> {
     let id = &ckpt.header.identity;
     if id.kind != kind {
         return Err(PluginError(format!(
@@ -360,13 +371,47 @@ impl Autoregressive for ArGenerator {
     }
 }
 
-/// Open the `mdm` or `ar` model.
+/// Open the `mdm` or `ar` model: for generation (from `config`, or from the checkpoint the
+/// harness trained) or, when `open.train` is set, for training.
 pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
     let config: OpenConfig = serde_json::from_value(open.config.clone())
         .map_err(|e| PluginError(format!("model config: {e}")))?;
     let device = parse_device(config.device.as_deref())?;
     let label = device_label(config.device.as_deref());
-    let ckpt = open_checkpoint(kind, &config, &open.task.description, &device)?;
+    let task = &open.task.description;
+    if let Some(settings) = &open.train {
+        return Ok(Box::new(TrainingModel::new(
+            kind, &config, open, settings, device,
+        )?));
+    }
+    let ckpt = match &open.checkpoint {
+        Some(trained) => {
+            if config.checkpoint.is_some() {
+                return Err(
+                    "a model the harness trains takes its weights from the training; remove `checkpoint`"
+                        .into(),
+                );
+            }
+            let path = std::path::Path::new(&trained.path);
+            let ckpt =
+                Checkpoint::load(path, Some(&trained.fingerprint), &device).map_err(|e| {
+                    PluginError(format!("{e}; delete {} to retrain it", path.display()))
+                })?;
+            if let Some(init) = &config.init {
+                let wanted = init.net_config()?.resolved(task.length)?;
+                if wanted != ckpt.header.identity.net {
+                    return Err(PluginError(format!(
+                        "checkpoint {} holds architecture {:?}, the suite asks for {:?}",
+                        path.display(),
+                        ckpt.header.identity.net,
+                        wanted
+                    )));
+                }
+            }
+            check_checkpoint(kind, ckpt, task)?
+        }
+        None => open_checkpoint(kind, &config, task, &device)?,
+    };
     Ok(match kind {
         ModelKind::Mdm => Box::new(DenoiserModel::new(MdmDenoiser {
             net: ckpt.net,
@@ -377,6 +422,140 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
             model: ArGenerator::new(ckpt.net, device, label, config.kv_cache),
         }),
     })
+}
+
+/// Training options a suite's `train:` mapping may set for `dlm-neural` (the harness handles
+/// `steps`, `batch_size`, `seed` and the validation settings itself).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainOptions {
+    /// Peak learning rate (the paper: 3e-4).
+    #[serde(default)]
+    pub lr: Option<f64>,
+    /// Share of the steps spent in linear warm-up (the paper: 0.1).
+    #[serde(default)]
+    pub warmup_fraction: Option<f64>,
+    /// AdamW decoupled weight decay (default 0).
+    #[serde(default)]
+    pub weight_decay: Option<f64>,
+    /// Global gradient-norm clip (default 1.0; `null` turns it off).
+    #[serde(default, with = "serde_with_null")]
+    pub grad_clip: Option<Option<f64>>,
+}
+
+/// Distinguishes an absent `grad_clip` (keep the default) from `grad_clip: null` (no clipping).
+mod serde_with_null {
+    use serde::{Deserialize, Deserializer};
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Error> {
+        Option::<f64>::deserialize(d).map(Some)
+    }
+}
+
+impl TrainOptions {
+    /// The full training configuration for `settings`.
+    pub fn train_config(&self, settings: &TrainSettings) -> TrainConfig {
+        let mut c = TrainConfig::new(settings.steps, settings.batch_size);
+        c.seed = settings.seed;
+        c.data = settings.data.clone();
+        if let Some(lr) = self.lr {
+            c.lr = lr;
+        }
+        if let Some(w) = self.warmup_fraction {
+            c.warmup_fraction = w;
+        }
+        if let Some(w) = self.weight_decay {
+            c.weight_decay = w;
+        }
+        if let Some(clip) = self.grad_clip {
+            c.grad_clip = clip;
+        }
+        c
+    }
+}
+
+/// A model opened for training: answers `train_step`, `evaluate` and `save`.
+pub struct TrainingModel {
+    kind: ModelKind,
+    trainer: Trainer,
+}
+
+impl TrainingModel {
+    fn new(
+        kind: ModelKind,
+        config: &OpenConfig,
+        open: &ModelOpenConfig,
+        settings: &TrainSettings,
+        device: Device,
+    ) -> Result<Self> {
+        let task = &open.task.description;
+        if task.mask_id as usize != task.vocab_size {
+            return Err(PluginError(format!(
+                "dlm-neural needs mask_id = vocab_size, the task says {} and {}",
+                task.mask_id, task.vocab_size
+            )));
+        }
+        let init = match (&config.init, &config.checkpoint) {
+            (Some(init), None) => init,
+            _ => return Err(
+                "a model the harness trains needs `init: cpu | paper | {hidden, layers, heads}` \
+                     (its architecture) and no `checkpoint`"
+                    .into(),
+            ),
+        };
+        let options: TrainOptions = match &settings.options {
+            serde_json::Value::Null => serde_json::from_value(serde_json::json!({})),
+            v => serde_json::from_value(v.clone()),
+        }
+        .map_err(|e| {
+            PluginError(format!(
+                "train: {e} (dlm-neural's training options are lr, warmup_fraction, weight_decay, grad_clip)"
+            ))
+        })?;
+        let train_config = options.train_config(settings);
+        let trainer = Trainer::new(kind, &init.net_config()?, task, &train_config, &device)
+            .map_err(PluginError)?;
+        Ok(TrainingModel { kind, trainer })
+    }
+}
+
+impl Model for TrainingModel {
+    fn generate(&mut self, _request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        Err("this instance was opened for training; open the saved checkpoint to generate".into())
+    }
+
+    fn train_step(&mut self, step: usize, batch: &[Vec<u32>]) -> Result<TrainStepReply> {
+        if step != self.trainer.steps_done() {
+            return Err(PluginError(format!(
+                "train_step {step} arrived after {} steps; steps must come in order",
+                self.trainer.steps_done()
+            )));
+        }
+        let p = self.trainer.step(batch).map_err(PluginError)?;
+        Ok(TrainStepReply {
+            loss: p.loss,
+            lr: p.lr,
+        })
+    }
+
+    fn evaluate(&mut self, batch: &[Vec<u32>]) -> Result<EvaluateReply> {
+        let nll = self
+            .trainer
+            .evaluate(&[batch.to_vec()])
+            .map_err(PluginError)?;
+        Ok(EvaluateReply {
+            nll_per_token: nll,
+            // The MDM's loss is MDLM's continuous-time ELBO: an upper bound on the NLL.
+            bound: self.kind == ModelKind::Mdm,
+        })
+    }
+
+    fn save(&mut self, path: &std::path::Path) -> Result<SaveReply> {
+        let ckpt = self.trainer.checkpoint().map_err(PluginError)?;
+        ckpt.save(path).map_err(PluginError)?;
+        Ok(SaveReply {
+            fingerprint: ckpt.header.identity.fingerprint(),
+        })
+    }
 }
 
 /// The plugin.
@@ -394,15 +573,17 @@ impl Plugin for NeuralPlugin {
             dlm_sdk::denoiser_component(
                 "mdm",
                 "masked diffusion transformer (MDLM loss, SUBS parameterisation, no time conditioning); \
-                 config: {checkpoint: PATH} or {init: cpu | paper | {hidden, layers, heads}, seed}",
+                 config: {checkpoint: PATH} or {init: cpu | paper | {hidden, layers, heads}, seed}; \
+                 trainable by the harness (`train:`)",
                 false,
-            ),
+            )
+            .with_capability("train"),
             ComponentInfo {
                 name: "ar".to_string(),
                 description: "autoregressive transformer of the same architecture with a KV cache; \
                               config: {checkpoint: PATH} or {init: …, seed}"
                     .to_string(),
-                capabilities: vec!["autoregressive".to_string()],
+                capabilities: vec!["autoregressive".to_string(), "train".to_string()],
                 samplers: vec!["ar".to_string()],
             },
         ]

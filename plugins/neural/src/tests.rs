@@ -520,6 +520,8 @@ fn open(name: &str, config: serde_json::Value, length: usize) -> dlm_sdk::Result
                 config: serde_json::Value::Null,
                 description: task(VOCAB, length),
             },
+            train: None,
+            checkpoint: None,
         },
     )
 }

@@ -258,6 +258,158 @@ pub fn optimizer(config: &TrainConfig) -> burn::optim::ModuleOptimizer {
         .init()
 }
 
+/// A training run in progress: the model on the autodiff device, its optimiser and noise
+/// stream. The harness drives it one batch at a time (`model.train_step`); [`train`] drives it
+/// from a closure.
+pub struct Trainer {
+    kind: ModelKind,
+    net_config: NetConfig,
+    task: TaskDescription,
+    config: TrainConfig,
+    /// The autodiff device the model trains on, and the plain one it evaluates on.
+    device: Device,
+    base_device: Device,
+    /// `None` only while a step is moving it through the optimiser.
+    model: Option<Transformer>,
+    optim: burn::optim::ModuleOptimizer,
+    rng: ChaCha8Rng,
+    step: usize,
+    last_loss: f64,
+    started: Instant,
+}
+
+impl Trainer {
+    /// A freshly initialised model (`net.max_length` defaults to the task length).
+    pub fn new(
+        kind: ModelKind,
+        net: &NetConfig,
+        task: &TaskDescription,
+        config: &TrainConfig,
+        device: &Device,
+    ) -> Result<Self, String> {
+        config.validate()?;
+        let net_config = net.resolved(task.length)?;
+        if task.length > net_config.max_len() {
+            return Err(format!(
+                "the task length {} exceeds the model's max_length {}",
+                task.length,
+                net_config.max_len()
+            ));
+        }
+        let train_device = device.clone().autodiff();
+        let model = Transformer::new(
+            kind,
+            &net_config,
+            task.vocab_size,
+            config.seed,
+            &train_device,
+        );
+        Ok(Trainer {
+            kind,
+            net_config,
+            task: task.clone(),
+            config: config.clone(),
+            device: train_device,
+            base_device: device.clone(),
+            model: Some(model),
+            optim: optimizer(config),
+            // The noise stream is separate from the weight initialisation stream.
+            rng: ChaCha8Rng::seed_from_u64(config.seed ^ 0x6e6f_6973_655f_7264),
+            step: 0,
+            last_loss: f64::NAN,
+            started: Instant::now(),
+        })
+    }
+
+    /// Optimiser steps taken so far.
+    pub fn steps_done(&self) -> usize {
+        self.step
+    }
+
+    /// One optimiser step on `seqs` (exactly `batch_size` sequences of the task's length).
+    pub fn step(&mut self, seqs: &[Vec<u32>]) -> Result<TrainProgress, String> {
+        let step = self.step;
+        if step >= self.config.steps {
+            return Err(format!(
+                "training was configured for {} steps; step {step} is one too many",
+                self.config.steps
+            ));
+        }
+        let (vocab, length, batch) = (
+            self.task.vocab_size,
+            self.task.length,
+            self.config.batch_size,
+        );
+        let x0 = flatten_batch(seqs, batch, length, vocab)
+            .map_err(|e| format!("training batch {step}: {e}"))?;
+        let model = self.model.take().expect("model present between steps");
+        let loss = loss(self.kind, &model, &x0, batch, &mut self.rng, &self.device);
+        let value = loss.clone().into_scalar::<f32>() as f64;
+        if !value.is_finite() {
+            self.model = Some(model);
+            return Err(format!(
+                "training diverged at step {step}: loss {value}; lower `lr` or enable `grad_clip`"
+            ));
+        }
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let lr = self.config.learning_rate(step);
+        self.model = Some(self.optim.step(lr, model, grads));
+        self.last_loss = value;
+        self.step += 1;
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-9);
+        Ok(TrainProgress {
+            step: self.step,
+            steps: self.config.steps,
+            loss: value,
+            lr,
+            tokens_per_second: (self.step * batch * length) as f64 / seconds,
+        })
+    }
+
+    /// The model as it is now, for inference (no autodiff), on the base device.
+    pub fn inference_model(&self) -> Transformer {
+        self.model
+            .as_ref()
+            .expect("model present between steps")
+            .clone()
+            .valid()
+    }
+
+    /// Mean training objective (nats per token) over `batches`, no update; the MDM's noise is
+    /// drawn from a fixed seed so repeated evaluations are comparable.
+    pub fn evaluate(&self, batches: &[Vec<Vec<u32>>]) -> Result<f64, String> {
+        let net = self.inference_model();
+        evaluate(
+            self.kind,
+            &net,
+            batches,
+            self.config.seed ^ 0x7661_6c69_6461_7465,
+            &self.base_device,
+        )
+    }
+
+    /// The trained model and its checkpoint header (identity, final loss).
+    pub fn checkpoint(&self) -> Result<Checkpoint, String> {
+        if self.step != self.config.steps {
+            return Err(format!(
+                "training stopped after {} of {} steps; refusing to write a partly trained model",
+                self.step, self.config.steps
+            ));
+        }
+        let header = CheckpointHeader::new(
+            self.kind,
+            self.net_config.clone(),
+            self.task.clone(),
+            Some(self.config.clone()),
+            self.config.seed,
+        );
+        Ok(Checkpoint {
+            header: header.with_final_loss(self.last_loss),
+            net: self.inference_model(),
+        })
+    }
+}
+
 /// Train a model from scratch on the task's data.
 ///
 /// * `net` — the architecture (`max_length` defaults to the task length);
@@ -279,58 +431,16 @@ where
     D: FnMut(usize, usize) -> Result<Vec<Vec<u32>>, String>,
     P: FnMut(&TrainProgress),
 {
-    config.validate()?;
-    let net_config = net.resolved(task.length)?;
-    if task.length > net_config.max_len() {
-        return Err(format!(
-            "the task length {} exceeds the model's max_length {}",
-            task.length,
-            net_config.max_len()
-        ));
-    }
-    let (vocab, length, batch) = (task.vocab_size, task.length, config.batch_size);
-    let train_device = device.clone().autodiff();
-    let mut model = Transformer::new(kind, &net_config, vocab, config.seed, &train_device);
-    let mut optim = optimizer(config);
-    // The noise stream is separate from the weight initialisation stream.
-    let mut rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x6e6f_6973_655f_7264);
-    let start = Instant::now();
-    let mut last_loss = f64::NAN;
+    let mut trainer = Trainer::new(kind, net, task, config, device)?;
     for step in 0..config.steps {
-        let seqs = data(batch, step).map_err(|e| format!("data source, step {step}: {e}"))?;
-        let x0 = flatten_batch(&seqs, batch, length, vocab)
+        let seqs =
+            data(config.batch_size, step).map_err(|e| format!("data source, step {step}: {e}"))?;
+        let p = trainer
+            .step(&seqs)
             .map_err(|e| format!("data source, step {step}: {e}"))?;
-        let loss = loss(kind, &model, &x0, batch, &mut rng, &train_device);
-        last_loss = loss.clone().into_scalar::<f32>() as f64;
-        if !last_loss.is_finite() {
-            return Err(format!(
-                "training diverged at step {step}: loss {last_loss}"
-            ));
-        }
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        let lr = config.learning_rate(step);
-        model = optim.step(lr, model, grads);
-        let seconds = start.elapsed().as_secs_f64().max(1e-9);
-        progress(&TrainProgress {
-            step: step + 1,
-            steps: config.steps,
-            loss: last_loss,
-            lr,
-            tokens_per_second: ((step + 1) * batch * length) as f64 / seconds,
-        });
+        progress(&p);
     }
-    let model = model.valid();
-    let header = CheckpointHeader::new(
-        kind,
-        net_config,
-        task.clone(),
-        Some(config.clone()),
-        config.seed,
-    );
-    Ok(Checkpoint {
-        header: header.with_final_loss(last_loss),
-        net: model,
-    })
+    trainer.checkpoint()
 }
 
 /// Mean loss over `batches` (no gradients); for the MDM the noise is drawn from `seed`, so the

@@ -17,6 +17,8 @@ fn open(task: &str, config: Value, length: usize) -> (LanguageTask, ModelOpenCon
             config,
             description,
         },
+        train: None,
+        checkpoint: None,
     };
     (t, open)
 }

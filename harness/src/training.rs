@@ -1,0 +1,362 @@
+//! Training the suite's models that carry `train:`, before their cells run.
+//!
+//! Every (model with `train:`, task, length) is one [`TrainUnit`]. Its checkpoint lives in the
+//! checkpoint cache under a content hash of everything that determines the weights — task and
+//! model plugin names and versions, task and model configuration, length and the training
+//! settings — so a second run reuses it and any change trains afresh. A training run happens in
+//! a worker process like a cell (a crash or a time-out fails only that model's cells) and
+//! writes `<name>.ckpt.partial`; only a finished run is renamed into place and gets its
+//! `<name>.train.json` record, so an interrupted run never leaves a checkpoint that looks whole.
+//! The plugin verifies the file's fingerprint and weight hash whenever it opens it, so a
+//! corrupt or mismatched checkpoint is refused with a message naming the file.
+
+use crate::results::{read_jsonl, write_atomic, RunDir};
+use crate::suite::{hex, CellSpec, PluginRef, TrainSpec};
+use crate::worker::{self, Job, Outcome, TrainOutput, TrainUnit};
+use anyhow::{Context, Result};
+use dlm_plugin_api::{PluginDescriptor, TrainedCheckpoint};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `training.jsonl` in a run directory: one line per training unit the run needed.
+pub const TRAINING: &str = "training.jsonl";
+
+/// The checkpoint cache directory: `--checkpoints`, else `DLM_BENCH_CHECKPOINTS`, else
+/// `reports/checkpoints`.
+pub fn default_cache_dir() -> PathBuf {
+    std::env::var_os("DLM_BENCH_CHECKPOINTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("reports").join("checkpoints"))
+}
+
+/// A finished training run, as recorded beside its checkpoint and in the run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainRecord {
+    /// `model/task/L<length>`.
+    pub key: String,
+    /// Content hash naming the cache entry.
+    pub cache_id: String,
+    pub checkpoint: PathBuf,
+    pub model: String,
+    pub task: String,
+    pub length: usize,
+    pub train: TrainSpec,
+    pub output: TrainOutput,
+    /// The task's exact entropy rate (nats per token), the floor of any model's NLL.
+    pub optimal_nll_per_token: Option<f64>,
+    pub trained_at: String,
+}
+
+impl TrainRecord {
+    /// Last held-out NLL per token.
+    pub fn final_validation(&self) -> Option<f64> {
+        self.output.validation.last().map(|v| v.nll_per_token)
+    }
+
+    /// `exp(validation NLL)`: the model's perplexity per token (a bound for an MDM), directly
+    /// comparable with the task's optimal TER `exp(H/L)`.
+    pub fn validation_perplexity(&self) -> Option<f64> {
+        self.final_validation().map(f64::exp)
+    }
+
+    pub fn checkpoint_ref(&self) -> TrainedCheckpoint {
+        TrainedCheckpoint {
+            path: self.checkpoint.to_string_lossy().into_owned(),
+            fingerprint: self.output.fingerprint.clone(),
+        }
+    }
+
+    /// One line for logs: validation against the optimum.
+    pub fn summary_line(&self) -> String {
+        let mut s = format!(
+            "{}: {} steps, {:.0} s, {:.0} tokens/s",
+            self.key, self.output.steps, self.output.wall_seconds, self.output.tokens_per_second
+        );
+        if let Some(v) = self.final_validation() {
+            let what = if self.output.bound {
+                "validation NLL bound"
+            } else {
+                "validation NLL"
+            };
+            s.push_str(&format!("; {what} {v:.4} nats/token"));
+            if let Some(o) = self.optimal_nll_per_token {
+                s.push_str(&format!(
+                    " vs optimum {o:.4} (perplexity {:.4} vs {:.4}, {:+.2}%)",
+                    v.exp(),
+                    o.exp(),
+                    ((v - o).exp() - 1.0) * 100.0
+                ));
+            }
+        }
+        s
+    }
+}
+
+/// One line of `training.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainLine {
+    pub key: String,
+    /// Whether the checkpoint came from the cache.
+    pub reused: bool,
+    pub record: Option<TrainRecord>,
+    /// Why training failed (the model's cells fail with it).
+    pub cause: Option<String>,
+}
+
+/// The training units the cells need, in first-use order.
+pub fn units<'a>(cells: impl IntoIterator<Item = &'a CellSpec>) -> Vec<TrainUnit> {
+    let mut out: Vec<TrainUnit> = Vec::new();
+    for cell in cells {
+        let Some(model) = &cell.model else { continue };
+        if model.train.is_none() {
+            continue;
+        }
+        let unit = TrainUnit {
+            task: cell.task.clone(),
+            model: model.clone(),
+            length: cell.length,
+        };
+        if !out.iter().any(|u| u.key() == unit.key()) {
+            out.push(unit);
+        }
+    }
+    out
+}
+
+/// The unit a cell's model is trained in, if it has `train:`.
+pub fn unit_of(cell: &CellSpec) -> Option<TrainUnit> {
+    units(std::iter::once(cell)).pop()
+}
+
+/// Content hash of everything that determines the trained weights.
+pub fn cache_id(
+    unit: &TrainUnit,
+    task_plugin: &PluginDescriptor,
+    model_plugin: &PluginDescriptor,
+) -> String {
+    let identity = serde_json::json!({
+        "task": [&task_plugin.name, &task_plugin.version, &unit.task.component, &unit.task.config],
+        "model": [&model_plugin.name, &model_plugin.version, &unit.model.component, &unit.model.config],
+        "train": unit.spec().identity(),
+        "length": unit.length,
+    });
+    hex(&Sha256::digest(identity.to_string().as_bytes()))[..20].to_string()
+}
+
+fn file_stem(unit: &TrainUnit, id: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "{}-{}-L{}-{id}",
+        clean(&unit.model.name),
+        clean(&unit.task.name),
+        unit.length
+    )
+}
+
+/// A cached, finished training run for `id`, if there is one.
+fn lookup(dir: &Path, stem: &str, id: &str) -> Option<TrainRecord> {
+    let record: TrainRecord =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("{stem}.train.json"))).ok()?)
+            .ok()?;
+    (record.cache_id == id && record.checkpoint.exists()).then_some(record)
+}
+
+type Descriptors = BTreeMap<PluginRef, std::result::Result<PluginDescriptor, String>>;
+
+/// Train (or find in the cache) every unit. Returns, per unit key, the record or the cause of
+/// failure; appends one `training.jsonl` line per unit to `run` when given.
+pub fn ensure_trained(
+    units: &[TrainUnit],
+    libraries: &BTreeMap<PluginRef, PathBuf>,
+    descriptors: &Descriptors,
+    cache_dir: &Path,
+    run: Option<&RunDir>,
+    bars: &MultiProgress,
+) -> Result<BTreeMap<String, std::result::Result<TrainRecord, String>>> {
+    let mut results = BTreeMap::new();
+    if units.is_empty() {
+        return Ok(results);
+    }
+    std::fs::create_dir_all(cache_dir).with_context(|| {
+        format!(
+            "cannot create the checkpoint directory {} (set it with --checkpoints)",
+            cache_dir.display()
+        )
+    })?;
+    let cache_dir = std::fs::canonicalize(cache_dir)?;
+    let scratch = cache_dir.join("logs");
+    std::fs::create_dir_all(&scratch)?;
+    let bar = bars.add(ProgressBar::new(0));
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} steps  ETA {eta}  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix("train");
+    for (i, unit) in units.iter().enumerate() {
+        let key = unit.key();
+        let descriptor = |r: &PluginRef| match descriptors.get(r) {
+            Some(Ok(d)) => Ok(d),
+            Some(Err(cause)) => Err(format!("plugin {r} could not be loaded: {cause}")),
+            None => Err(format!("plugin {r} was not resolved")),
+        };
+        let (task_d, model_d) = match (
+            descriptor(&unit.task.plugin),
+            descriptor(&unit.model.plugin),
+        ) {
+            (Ok(t), Ok(m)) => (t, m),
+            (Err(e), _) | (_, Err(e)) => {
+                record_line(run, &key, false, None, Some(e.clone()))?;
+                results.insert(key, Err(e));
+                continue;
+            }
+        };
+        let id = cache_id(unit, task_d, model_d);
+        let stem = file_stem(unit, &id);
+        if let Some(record) = lookup(&cache_dir, &stem, &id) {
+            bars.suspend(|| {
+                tracing::info!(
+                    "reusing checkpoint {} ({})",
+                    record.checkpoint.display(),
+                    record.summary_line()
+                )
+            });
+            record_line(run, &key, true, Some(record.clone()), None)?;
+            results.insert(key, Ok(record));
+            continue;
+        }
+        let spec = unit.spec();
+        let checkpoint = cache_dir.join(format!("{stem}.ckpt"));
+        let partial = cache_dir.join(format!("{stem}.ckpt.partial"));
+        let _ = std::fs::remove_file(&partial);
+        let job = Job::Train {
+            unit: Box::new(unit.clone()),
+            task_library: libraries[&unit.task.plugin].clone(),
+            model_library: libraries[&unit.model.plugin].clone(),
+            checkpoint: partial.clone(),
+        };
+        bar.reset();
+        bar.set_length(spec.steps as u64);
+        bar.set_message(format!("{key} ({}/{})", i + 1, units.len()));
+        let outcome = worker::run_job(
+            &job,
+            &scratch,
+            &stem,
+            Duration::from_secs_f64(spec.timeout_seconds),
+            |_, done, total, message| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+                if let Some(m) = message {
+                    bar.set_message(format!("{key}  {m}"));
+                }
+            },
+        )?;
+        let result = match outcome {
+            Outcome::Trained(output) => {
+                std::fs::rename(&partial, &checkpoint).with_context(|| {
+                    format!(
+                        "cannot move the trained checkpoint to {}",
+                        checkpoint.display()
+                    )
+                })?;
+                let optimal = output
+                    .task_description
+                    .entropy_nats
+                    .map(|h| h / output.task_description.length as f64);
+                let record = TrainRecord {
+                    key: key.clone(),
+                    cache_id: id.clone(),
+                    checkpoint: checkpoint.clone(),
+                    model: unit.model.name.clone(),
+                    task: unit.task.name.clone(),
+                    length: unit.length,
+                    train: spec.clone(),
+                    output: *output,
+                    optimal_nll_per_token: optimal,
+                    trained_at: crate::run::now_rfc3339(),
+                };
+                write_atomic(
+                    &cache_dir.join(format!("{stem}.train.json")),
+                    &serde_json::to_vec_pretty(&record)?,
+                )?;
+                bars.suspend(|| tracing::info!("trained {}", record.summary_line()));
+                Ok(record)
+            }
+            Outcome::Failed(cause) => {
+                let _ = std::fs::remove_file(&partial);
+                bars.suspend(|| tracing::error!("training {key} failed: {cause}"));
+                Err(cause)
+            }
+            Outcome::Finished(_) | Outcome::Described(_) => {
+                anyhow::bail!("worker answered a training job with something else")
+            }
+        };
+        match &result {
+            Ok(r) => record_line(run, &key, false, Some(r.clone()), None)?,
+            Err(e) => record_line(run, &key, false, None, Some(e.clone()))?,
+        }
+        results.insert(key, result);
+    }
+    bar.finish_and_clear();
+    Ok(results)
+}
+
+fn record_line(
+    run: Option<&RunDir>,
+    key: &str,
+    reused: bool,
+    record: Option<TrainRecord>,
+    cause: Option<String>,
+) -> Result<()> {
+    let Some(run) = run else { return Ok(()) };
+    let line = TrainLine {
+        key: key.to_string(),
+        reused,
+        record,
+        cause,
+    };
+    let mut text = serde_json::to_vec(&line)?;
+    text.push(b'\n');
+    let path = run.file(TRAINING);
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot append to {}", path.display()))?;
+    f.write_all(&text)?;
+    f.sync_data()?;
+    Ok(())
+}
+
+/// The training lines of a run (latest per key), empty when the run trained nothing.
+pub fn read_training(run: &RunDir) -> Result<Vec<TrainLine>> {
+    let path = run.file(TRAINING);
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let (lines, _) = read_jsonl::<TrainLine>(&path)?;
+    let mut latest: Vec<TrainLine> = Vec::new();
+    for line in lines {
+        match latest.iter_mut().find(|l| l.key == line.key) {
+            Some(slot) => *slot = line,
+            None => latest.push(line),
+        }
+    }
+    Ok(latest)
+}
