@@ -89,9 +89,64 @@ pub fn write_all(dir: &RunDir, order: Option<&[CellSpec]>) -> Result<Vec<CellSum
         &dir.file(REPORT_JSON),
         &serde_json::to_vec_pretty(&report.twin(&manifest, &summary))?,
     )?;
-    let html = render(&manifest, &report, &summary)?;
+    let training = training_rows(&crate::training::read_training(dir)?);
+    let html = render(&manifest, &report, &summary, &training)?;
     write_atomic(&dir.file(REPORT), html.as_bytes())?;
     Ok(summary)
+}
+
+/// One row of the report's training table.
+#[derive(Debug, Serialize)]
+pub struct TrainingRow {
+    pub key: String,
+    pub ok: bool,
+    pub reused: bool,
+    pub cause: Option<String>,
+    pub steps: Option<usize>,
+    pub batch_size: Option<usize>,
+    pub tokens: Option<u64>,
+    pub wall_seconds: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    pub final_loss: Option<f64>,
+    /// Held-out NLL per token and whether it is an upper bound (MDM ELBO).
+    pub validation_nll: Option<f64>,
+    pub bound: bool,
+    pub optimal_nll: Option<f64>,
+    /// `exp(validation NLL)` against the optimal TER `exp(H/L)`, and the gap in percent.
+    pub perplexity: Option<f64>,
+    pub optimal_perplexity: Option<f64>,
+    pub gap_percent: Option<f64>,
+    pub checkpoint: Option<String>,
+}
+
+fn training_rows(lines: &[crate::training::TrainLine]) -> Vec<TrainingRow> {
+    lines
+        .iter()
+        .map(|l| {
+            let r = l.record.as_ref();
+            let v = r.and_then(|r| r.final_validation());
+            let o = r.and_then(|r| r.optimal_nll_per_token);
+            TrainingRow {
+                key: l.key.clone(),
+                ok: r.is_some(),
+                reused: l.reused,
+                cause: l.cause.clone(),
+                steps: r.map(|r| r.output.steps),
+                batch_size: r.map(|r| r.train.batch_size),
+                tokens: r.map(|r| r.output.tokens),
+                wall_seconds: r.map(|r| r.output.wall_seconds),
+                tokens_per_second: r.map(|r| r.output.tokens_per_second),
+                final_loss: r.map(|r| r.output.final_loss),
+                validation_nll: v,
+                bound: r.is_some_and(|r| r.output.bound),
+                optimal_nll: o,
+                perplexity: v.map(f64::exp),
+                optimal_perplexity: o.map(f64::exp),
+                gap_percent: v.zip(o).map(|(v, o)| ((v - o).exp() - 1.0) * 100.0),
+                checkpoint: r.map(|r| r.checkpoint.display().to_string()),
+            }
+        })
+        .collect()
 }
 
 /// Render the run report from a manifest, the cell records, their summaries and the samples.
@@ -102,10 +157,15 @@ pub fn render_report(
     samples: &[SampleRecord],
 ) -> Result<String> {
     let report = build(manifest, cells, summary, samples);
-    render(manifest, &report, summary)
+    render(manifest, &report, summary, &[])
 }
 
-fn render(manifest: &Manifest, report: &Report, summary: &[CellSummary]) -> Result<String> {
+fn render(
+    manifest: &Manifest,
+    report: &Report,
+    summary: &[CellSummary],
+    training: &[TrainingRow],
+) -> Result<String> {
     let failed: Vec<&CellSummary> = summary
         .iter()
         .filter(|s| s.status == CellStatus::Failed)
@@ -116,6 +176,7 @@ fn render(manifest: &Manifest, report: &Report, summary: &[CellSummary]) -> Resu
             manifest => manifest,
             report => report,
             failed => failed,
+            training => training,
             total => summary.len(),
             ok => summary.len() - failed.len(),
         })

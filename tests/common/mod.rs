@@ -23,7 +23,11 @@ pub fn command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dlm-bench"));
     cmd.current_dir(root())
         .env("DLM_BENCH_PLUGIN_PROFILE", "debug")
-        .env("DLM_BENCH_LOG", "warn");
+        .env("DLM_BENCH_LOG", "warn")
+        .env(
+            "DLM_BENCH_CHECKPOINTS",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("checkpoints"),
+        );
     cmd
 }
 
