@@ -72,7 +72,7 @@ fn bench(c: &mut Criterion) {
                 &scratch,
                 "bench",
                 Duration::from_secs(30),
-                |_, _, _| {},
+                |_, _, _, _| {},
             )
             .unwrap()
             {

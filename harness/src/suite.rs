@@ -933,6 +933,33 @@ samplers:
     }
 
     #[test]
+    fn every_shipped_suite_parses_and_expands() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let suite = Suite::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                assert!(!suite.cells().is_empty(), "{}", path.display());
+                seen += 1;
+            }
+        }
+        assert!(seen >= 3, "quick, cpu-fig1 and paper-fig1 at least");
+        // Models with `tasks:` run only on those tasks, and trained models carry `train:`.
+        let fig1 = Suite::load(&dir.join("paper-fig1.yaml")).unwrap();
+        let cells = fig1.cells();
+        let on = |model: &str, task: &str| {
+            cells.iter().any(|c| {
+                c.model
+                    .as_ref()
+                    .is_some_and(|m| m.name == model && m.train.is_some())
+                    && c.task.name == task
+            })
+        };
+        assert!(on("mdm-10", "4gram") && !on("mdm-10", "2gram") && !on("mdm", "4gram"));
+    }
+
+    #[test]
     fn parses_and_expands() {
         let s = parse(GOOD).unwrap();
         assert_eq!(s.lengths, vec![8, 16]);
