@@ -5,6 +5,11 @@
 //! Token ids `0..vocab` are real tokens; id `vocab` is the mask token of the MDM and the
 //! beginning-of-sequence token of the AR model, so the embedding table has `vocab + 1` rows.
 //! The output head has `vocab + 1` logits; the last one (mask / BOS) is always suppressed.
+//! Every block also adds a learned bias per head and relative offset to its attention scores
+//! (T5-style relative positions, started at a directional ALiBi). Position embeddings alone leave a
+//! bidirectional model attending uniformly to all L tokens at first, and on n-gram languages
+//! the MDM then stayed at the unigram loss for millions of tokens (issue 5); a scalar per
+//! offset lets "look k places back/ahead" be learned directly.
 //! There is no time conditioning: the MDM's output does not depend on the diffusion time,
 //! which is what makes MDLM's `ddpm_cache` valid.
 
@@ -151,6 +156,37 @@ fn uniform<const D: usize>(shape: [usize; D], std: f32, rng: &mut ChaCha8Rng) ->
     TensorData::new(values, shape)
 }
 
+/// Starting attention bias `[2·max_len − 1, heads]`: ALiBi (Press et al. 2022) made
+/// directional for bidirectional attention. The first half of the heads look left, the rest
+/// right; head `k` of the `m` on a side scores an offset `d` on its side with
+/// `−(|d| − 1) · 2^(−4k/m)`, and the position itself (`d = 0`: the residual stream already
+/// holds it) or any offset on the other side 8 lower. A one-sided, decaying average keeps the
+/// order of the context recoverable, which a symmetric one would not.
+fn directional_alibi(max_len: usize, heads: usize) -> TensorData {
+    let span = 2 * max_len - 1;
+    let left = heads.div_ceil(2);
+    let mut values = vec![0f32; span * heads];
+    for row in 0..span {
+        let offset = row as f32 - (max_len - 1) as f32;
+        for h in 0..heads {
+            let (k, per_side, looks_left) = if h < left {
+                (h, left, true)
+            } else {
+                (h - left, heads - left, false)
+            };
+            let slope = 2f32.powf(-4.0 * k as f32 / per_side as f32);
+            let wrong_side = if looks_left {
+                offset >= 0.0
+            } else {
+                offset <= 0.0
+            };
+            let penalty = if wrong_side { 8.0 } else { 0.0 };
+            values[row * heads + h] = -(offset.abs() - 1.0).max(0.0) * slope - penalty;
+        }
+    }
+    TensorData::new(values, [span, heads])
+}
+
 /// One pre-norm block: `x + Attn(LN(x))`, then `x + FF(LN(x))`.
 #[derive(Module, Debug)]
 pub struct Block {
@@ -160,6 +196,9 @@ pub struct Block {
     pub norm_ff: LayerNorm,
     pub ff_in: Dense,
     pub ff_out: Dense,
+    /// Attention bias per relative offset `j − i` and head: `[2·max_length − 1, heads]`,
+    /// row `j − i + max_length − 1`.
+    pub relative_bias: Param<Tensor<2>>,
     pub heads: usize,
 }
 
@@ -183,8 +222,29 @@ impl Block {
             norm_ff: LayerNormConfig::new(h).init(device),
             ff_in: Dense::new(h, ff, 0.02, rng, device),
             ff_out: Dense::new(ff, h, resid_std, rng, device),
+            relative_bias: Param::from_data(
+                directional_alibi(config.max_len(), config.heads),
+                device,
+            ),
             heads: config.heads,
         }
+    }
+
+    /// The attention bias `[batch, heads, n, total]` of queries at positions
+    /// `start..start + n` over keys at positions `0..total`.
+    fn position_bias(&self, batch: usize, start: usize, n: usize, total: usize) -> Tensor<4> {
+        let table = self.relative_bias.val();
+        let max_len = (table.dims()[0] + 1) / 2;
+        let offsets: Vec<i64> = (0..n)
+            .flat_map(|i| (0..total).map(move |j| j as i64 - (start + i) as i64))
+            .map(|d| d + max_len as i64 - 1)
+            .collect();
+        let index =
+            Tensor::<2, Int>::from_data(TensorData::new(offsets, [n, total]), &table.device());
+        embedding(table, index)
+            .permute([2, 0, 1])
+            .unsqueeze_dim::<4>(0)
+            .expand([batch, self.heads, n, total])
     }
 
     /// `x: [batch, len, hidden]` → q, k, v each `[batch, heads, len, head_dim]`.
@@ -214,11 +274,13 @@ impl Block {
 
     fn forward(&self, x: Tensor<3>, causal: bool) -> Tensor<3> {
         let (q, k, v) = self.qkv(x.clone());
+        let [b, _, l, _] = q.dims();
         let options = AttentionModuleOptions {
             is_causal: causal,
             ..Default::default()
         };
-        let context = attention(q, k, v, None, None, options);
+        let bias = self.position_bias(b, 0, l, l);
+        let context = attention(q, k, v, None, Some(bias), options);
         self.finish(x, context)
     }
 
@@ -252,7 +314,8 @@ impl Block {
             Tensor::<4, Bool>::from_data(TensorData::new(future, [1, 1, n, total]), &q.device())
                 .expand([b, heads, n, total])
         });
-        let context = attention(q, k, v, mask, None, AttentionModuleOptions::default());
+        let bias = self.position_bias(q.dims()[0], past, n, past + n);
+        let context = attention(q, k, v, mask, Some(bias), AttentionModuleOptions::default());
         self.finish(x, context)
     }
 }
