@@ -101,6 +101,7 @@ fn subs_never_puts_mass_on_mask_and_keeps_unmasked_tokens() {
 
     // The full SUBS distribution over vocab + 1 (mask included).
     let xt = tokens_tensor(&tokens, batch, length, &device);
+    let logits = to_host(net.forward(xt.clone()));
     let probs = to_host(subs_log_probs(net.forward(xt.clone()), xt, VOCAB).exp());
     for (pos, &tok) in tokens.iter().enumerate() {
         let row = &probs[pos * (VOCAB + 1)..(pos + 1) * (VOCAB + 1)];
@@ -113,8 +114,17 @@ fn subs_never_puts_mass_on_mask_and_keeps_unmasked_tokens() {
                 assert_eq!(p, want, "unmasked position {pos} (token {tok}), token {v}");
             }
         } else {
-            // A masked position gets a genuine distribution over the real tokens.
-            assert!(row[..VOCAB].iter().all(|&p| p < 1.0));
+            // A masked position gets the softmax of the network's logits over the real tokens.
+            let z = &logits[pos * (VOCAB + 1)..pos * (VOCAB + 1) + VOCAB];
+            let max = z.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            let norm: f32 = z.iter().map(|&l| (l - max).exp()).sum();
+            for (v, &p) in row[..VOCAB].iter().enumerate() {
+                let want = (z[v] - max).exp() / norm;
+                assert!(
+                    (p - want).abs() < 1e-5,
+                    "masked position {pos}, token {v}: {p} vs {want}"
+                );
+            }
         }
     }
 
