@@ -234,7 +234,7 @@ impl Block {
     /// `start..start + n` over keys at positions `0..total`.
     fn position_bias(&self, batch: usize, start: usize, n: usize, total: usize) -> Tensor<4> {
         let table = self.relative_bias.val();
-        let max_len = (table.dims()[0] + 1) / 2;
+        let max_len = table.dims()[0].div_ceil(2);
         let offsets: Vec<i64> = (0..n)
             .flat_map(|i| (0..total).map(move |j| j as i64 - (start + i) as i64))
             .map(|d| d + max_len as i64 - 1)
