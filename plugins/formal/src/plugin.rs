@@ -9,11 +9,24 @@
 //! |---|---|---|
 //! | `order` | n of the n-gram (`ngram` only) | — |
 //! | `states` | hidden states (`hmm` only) | 32 |
-//! | `variant` | `ter` (threshold 0, full support) or `ser` (Table 1 threshold) | `ter` |
+//! | `variant` | `ter` (threshold 0, full support), `ser` (Table 1 threshold) or, `hmm` only, `sparse` (below) | `ter` |
 //! | `seed` | seed of the language's parameters | 0 |
 //! | `vocab` | vocabulary size | 8 |
 //! | `temperature` | sharpening temperature | Table 1 (2, or 3.2 for the HMM) |
-//! | `threshold` | pruning threshold; overrides `variant` | Table 1 for `ser` |
+//! | `threshold` | pruning threshold; overrides `variant` | Table 1 for `ser` and `sparse` |
+//! | `max_successors` | successor states kept per hidden state (`variant: sparse` only) | 4 |
+//! | `emission_threshold` | threshold on the emission rows (`variant: sparse` only; `threshold` then prunes the initial and transition rows) | 0.05 |
+//!
+//! `variant: sparse` (`hmm` only) is the HMM with genuinely sparse transitions ("The sparse
+//! HMM" in [`crate::language`]): Table 1's SER variant (temperature 3.2, threshold 0.003, the
+//! same draws for the same seed) with two changes, every transition row cut to its
+//! `max_successors` most likely successor states, and emissions pruned at
+//! `emission_threshold` instead of 0.003 (≈2.4 instead of ≈5 tokens per state; sparse
+//! transitions alone leave the support density at ≈1). Table 1's own SER HMM prunes no token
+//! sequence (support density 1, SER always 0); the sparse one does, and its support density,
+//! reported exactly by `describe`, falls geometrically with `L` (seed 0: 0.053 at `L = 64`).
+//! Its oracle fallback is the TER variant of the same seed. For example `{variant: sparse}` or
+//! `{variant: sparse, max_successors: 3, seed: 1}`.
 //!
 //! `file` (a user's n-gram or HMM tables; schema in [`crate::file`]):
 //!
@@ -38,7 +51,7 @@
 //! was described).
 
 use crate::file::{self, FileKind};
-use crate::language::{Language, LanguageError, SequenceScore};
+use crate::language::{Language, LanguageError, SequenceScore, SparseHmm};
 use dlm_sdk::sampler::sample_rng;
 use dlm_sdk::{
     denoiser_component, ComponentInfo, Denoiser, DenoiserModel, Model, ModelOpenConfig, Plugin,
@@ -65,6 +78,8 @@ pub enum VariantName {
     #[default]
     Ter,
     Ser,
+    /// `hmm` only: the sparse-transition HMM ([`Language::sparse_hmm`]).
+    Sparse,
 }
 
 /// An `ngram` or `hmm` task's configuration as a suite writes it.
@@ -85,6 +100,10 @@ pub struct LanguageConfig {
     pub temperature: Option<f64>,
     #[serde(default)]
     pub threshold: Option<f64>,
+    #[serde(default)]
+    pub max_successors: Option<usize>,
+    #[serde(default)]
+    pub emission_threshold: Option<f64>,
 }
 
 /// A `file` task's configuration.
@@ -168,55 +187,105 @@ pub fn build_language(task: &str, config: &serde_json::Value) -> Result<BuiltLan
 
 fn build_random(task: &str, cfg: LanguageConfig) -> Result<BuiltLanguage> {
     let vocab = cfg.vocab.unwrap_or(8);
+    let sparse = cfg.variant == VariantName::Sparse;
+    if sparse && task != "hmm" {
+        return Err(PluginError(format!(
+            "`variant: sparse` exists only for the `hmm` task (sparse transitions between hidden \
+             states); the `{task}` task has variants ter and ser"
+        )));
+    }
+    for (key, set) in [
+        ("max_successors", cfg.max_successors.is_some()),
+        ("emission_threshold", cfg.emission_threshold.is_some()),
+    ] {
+        if set && !sparse {
+            return Err(PluginError(format!(
+                "`{key}` applies only to `variant: sparse` of the `hmm` task; add \
+                 `variant: sparse` or remove `{key}`"
+            )));
+        }
+    }
     let (default_temp, default_threshold) = table1_defaults(task, cfg.order);
     let temperature = cfg.temperature.unwrap_or(default_temp);
     let threshold = match (cfg.threshold, cfg.variant) {
         (Some(t), _) => t,
         (None, VariantName::Ter) => 0.0,
-        (None, VariantName::Ser) => default_threshold.ok_or_else(|| {
+        (None, VariantName::Ser | VariantName::Sparse) => default_threshold.ok_or_else(|| {
             PluginError(format!(
                 "Table 1 gives no SER threshold for a {}-gram; set `threshold` in the task config",
                 cfg.order.unwrap_or(0)
             ))
         })?,
     };
-    let make = |threshold: f64| -> Result<Language> {
-        match task {
-            "ngram" => {
+    let states = cfg.states.unwrap_or(32);
+    let defaults = SparseHmm::default();
+    let sparse_params = sparse.then(|| SparseHmm {
+        states,
+        vocab,
+        temperature,
+        threshold,
+        emission_threshold: cfg
+            .emission_threshold
+            .unwrap_or(defaults.emission_threshold),
+        max_successors: cfg.max_successors.unwrap_or(defaults.max_successors),
+    });
+    let make = |threshold: f64, sparse: Option<&SparseHmm>| -> Result<Language> {
+        match (task, sparse) {
+            ("ngram", _) => {
                 let order = cfg.order.ok_or_else(|| {
                     PluginError("the `ngram` task needs `order` (2, 3, 4, …) in its config".into())
                 })?;
                 Language::ngram(order, vocab, temperature, threshold, cfg.seed).map_err(lang_err)
             }
-            _ => Language::hmm(
-                cfg.states.unwrap_or(32),
-                vocab,
-                temperature,
-                threshold,
-                cfg.seed,
-            )
-            .map_err(lang_err),
+            (_, Some(params)) => Language::sparse_hmm(params, cfg.seed).map_err(lang_err),
+            _ => Language::hmm(states, vocab, temperature, threshold, cfg.seed).map_err(lang_err),
         }
     };
-    let language = make(threshold)?;
-    let fallback = if threshold > 0.0 {
-        Some(make(0.0)?)
+    let language = make(threshold, sparse_params.as_ref())?;
+    // The TER variant of the same draws: full support, the oracle's fallback.
+    let fallback = if threshold > 0.0 || sparse {
+        Some(make(0.0, None)?)
     } else {
         None
     };
-    let variant = if threshold > 0.0 { "SER" } else { "TER" };
+    let variant = match sparse_params {
+        Some(_) => "sparse",
+        None if threshold > 0.0 => "ser",
+        None => "ter",
+    };
+    let label = match &sparse_params {
+        Some(p) => format!(
+            "{} (sparse variant, at most {} successors per state)",
+            language.kind_label(),
+            p.max_successors
+        ),
+        None => format!(
+            "{} ({} variant)",
+            language.kind_label(),
+            variant.to_uppercase()
+        ),
+    };
+    let mut details = json!({
+        "task": task,
+        "kind": language.kind_label(),
+        "order": language.order(),
+        "hidden_states": language.hidden_states(),
+        "variant": variant,
+        "temperature": temperature,
+        "threshold": threshold,
+        "seed": cfg.seed,
+    });
+    if let (Some(p), Some(obj)) = (&sparse_params, details.as_object_mut()) {
+        obj.insert("max_successors".into(), json!(p.max_successors));
+        obj.insert("emission_threshold".into(), json!(p.emission_threshold));
+        obj.insert(
+            "support_density_method".into(),
+            json!("exact: subset construction over reachable hidden-state sets"),
+        );
+    }
     Ok(BuiltLanguage {
-        label: format!("{} ({variant} variant)", language.kind_label()),
-        details: json!({
-            "task": task,
-            "kind": language.kind_label(),
-            "order": language.order(),
-            "hidden_states": language.hidden_states(),
-            "variant": variant.to_lowercase(),
-            "temperature": temperature,
-            "threshold": threshold,
-            "seed": cfg.seed,
-        }),
+        label,
+        details,
         language,
         fallback,
         file: None,
@@ -232,6 +301,13 @@ fn build_file(cfg: FileConfig) -> Result<BuiltLanguage> {
     }
     let f = file::load(&cfg.path).map_err(|e| PluginError(e.0))?;
     let in_file = |e: LanguageError| PluginError(format!("{}: {e}", cfg.path));
+    if cfg.variant == Some(VariantName::Sparse) {
+        return Err(PluginError(format!(
+            "`variant: sparse` exists only for the `hmm` task; a `file` task ({}) has variants \
+             ser (the tables as written) and ter (smoothed)",
+            cfg.path
+        )));
+    }
     let ter = cfg.variant == Some(VariantName::Ter);
     let (language, fallback) = if ter {
         (f.language.smoothed(smoothing).map_err(in_file)?, None)
@@ -352,9 +428,20 @@ impl Task for LanguageTask {
                  support); check its tables"
             )));
         }
+        let one_step_ser = match l.sparse_params() {
+            Some(_) => l.one_step_ser(length).map_err(in_context)?,
+            None => None,
+        };
         let mut details = self.built.details.clone();
         if let Some(obj) = details.as_object_mut() {
             obj.insert("entropy_method".into(), json!(entropy.method));
+            if let Some(ser) = one_step_ser {
+                obj.insert("oracle_one_step_ser".into(), json!(ser));
+                obj.insert(
+                    "oracle_one_step_ser_meaning".into(),
+                    json!("exact SER of the exact oracle decoded in one parallel step (ddpm/ddpm_cache, steps 1): every position drawn independently from its all-masked marginal"),
+                );
+            }
             if l.interval_length().is_some() {
                 let complete = length / l.interval_length().unwrap_or(1);
                 obj.insert("complete_intervals".into(), json!(complete));
@@ -430,6 +517,21 @@ pub struct Oracle {
 
 impl Oracle {
     pub fn new(open: &ModelOpenConfig) -> Result<Self> {
+        // The oracle has no settings: a `config` in the suite is a mistake, not something to
+        // ignore (it would otherwise change the cell's identity and nothing else).
+        if let Some(keys) = open.config.as_object().filter(|m| !m.is_empty()) {
+            let keys: Vec<_> = keys.keys().map(|k| format!("`{k}`")).collect();
+            return Err(PluginError(format!(
+                "the `oracle` model takes no `config` (valid keys: none; it serves the exact language of its task, so configure the task), but got {}",
+                keys.join(", ")
+            )));
+        }
+        if !open.config.is_null() && !open.config.is_object() {
+            return Err(PluginError(format!(
+                "the `oracle` model takes no `config` (valid keys: none), but got `{}`",
+                open.config
+            )));
+        }
         if open.task.plugin != PLUGIN_NAME {
             return Err(PluginError(format!(
                 "the `oracle` model knows only the languages of plugin `{PLUGIN_NAME}`, but this cell's task comes from `{}`",
@@ -524,7 +626,7 @@ impl Plugin for FormalPlugin {
             },
             ComponentInfo {
                 name: "hmm".into(),
-                description: "hidden Markov language (config: states, variant ter|ser, seed, vocab, temperature, threshold)".into(),
+                description: "hidden Markov language (config: states, variant ter|ser|sparse, seed, vocab, temperature, threshold, max_successors, emission_threshold)".into(),
                 capabilities: vec!["exact_log_prob".into()],
                 samplers: vec![],
             },

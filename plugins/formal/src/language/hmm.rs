@@ -16,6 +16,22 @@ use super::{LanguageError, SequenceScore};
 /// Largest number of reachable hidden-state subsets explored for the HMM support density.
 pub(crate) const MAX_SUPPORT_SUBSETS: usize = 1 << 20;
 
+/// Keeps the `k >= 1` largest entries of a normalised row (ties broken towards the lower
+/// index, so the result is deterministic), zeroes the rest and renormalises. A row with at most
+/// `k` positive entries is left unchanged.
+pub(crate) fn keep_largest(row: &mut [f64], k: usize) {
+    let mut order: Vec<usize> = (0..row.len()).filter(|&j| row[j] > 0.0).collect();
+    if order.len() <= k {
+        return;
+    }
+    order.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
+    for &j in &order[k..] {
+        row[j] = 0.0;
+    }
+    let kept: f64 = row.iter().sum();
+    row.iter_mut().for_each(|p| *p /= kept);
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Hmm {
     pub(crate) states: usize,
@@ -23,6 +39,8 @@ pub(crate) struct Hmm {
     pub(crate) init: Vec<f64>,
     pub(crate) trans: Vec<f64>,
     pub(crate) emit: Vec<f64>,
+    /// The parameters of a sparse HMM ([`super::Language::sparse_hmm`]); `None` otherwise.
+    pub(crate) sparse: Option<super::SparseHmm>,
     /// `emit_t[v·H + j] = emit[j·V + v]`: the emission column of token `v`, contiguous.
     emit_t: Vec<f64>,
     log_init: Vec<f64>,
@@ -49,11 +67,20 @@ pub(crate) struct Workspace {
 impl Hmm {
     /// Draws the parameters: initial distribution, then the transition rows of states
     /// `0..H`, then the emission rows of states `0..H`, each row from fresh normals.
+    ///
+    /// `threshold` prunes the initial and transition rows, `emission_threshold` the emission
+    /// rows (the two are equal except for the sparse HMM). `max_successors = Some(k)` (the
+    /// sparse HMM, see "The sparse HMM" in the module documentation of `language`) then keeps,
+    /// in every *transition* row, only the `k` largest surviving entries, renormalised. Neither
+    /// changes a draw: the normals are consumed exactly as for Table 1, so the sparse, SER and
+    /// TER variants of one seed share every `z`.
     pub(crate) fn generate(
         states: usize,
         vocab: usize,
         temperature: f64,
         threshold: f64,
+        emission_threshold: f64,
+        max_successors: Option<usize>,
         seed: u64,
     ) -> Result<Self, LanguageError> {
         let h = states;
@@ -78,16 +105,19 @@ impl Hmm {
                     threshold,
                 });
             }
+            if let Some(k) = max_successors {
+                keep_largest(row, k);
+            }
         }
         let mut emit = vec![0.0; h * vocab];
         let mut zv = vec![0.0; vocab];
         for (j, row) in emit.chunks_exact_mut(vocab).enumerate() {
             normals.fill(&mut zv);
-            if !softmax_threshold(&zv, temperature, threshold, row) {
+            if !softmax_threshold(&zv, temperature, emission_threshold, row) {
                 return Err(LanguageError::EmptyRow {
                     table: "emission table",
                     row: j,
-                    threshold,
+                    threshold: emission_threshold,
                 });
             }
         }
@@ -120,6 +150,7 @@ impl Hmm {
             init,
             trans,
             emit,
+            sparse: None,
             emit_t,
             guard,
         }
@@ -476,6 +507,20 @@ impl Hmm {
     /// The share of uniformly random sequences that the DFA accepts is propagated forward,
     /// rescaled every step.
     pub(crate) fn support_log10_density(&self, length: usize) -> Result<f64, LanguageError> {
+        let inv_v = 1.0 / self.vocab as f64;
+        self.support_log10_mass(length, &|_, _| inv_v)
+    }
+
+    /// `log10 Σ_{x in support} Π_t w(t, x_t)` for non-negative weights: with `w = 1/V` the
+    /// support density, with `w(t, ·)` the all-masked marginal of position `t` the probability
+    /// that independent draws from those marginals land in the support. Same automaton as
+    /// [`Self::support_log10_density`]; the weights of each position must not depend on the
+    /// others.
+    pub(crate) fn support_log10_mass(
+        &self,
+        length: usize,
+        weight: &dyn Fn(usize, usize) -> f64,
+    ) -> Result<f64, LanguageError> {
         let (h, v) = (self.states, self.vocab);
         let words = h.div_ceil(64);
         let mask_of = |pred: &dyn Fn(usize) -> bool| {
@@ -524,10 +569,10 @@ impl Hmm {
         let and = |a: &[u64], b: &[u64]| a.iter().zip(b).map(|(x, y)| x & y).collect::<Vec<u64>>();
 
         let mut weights0: Vec<(usize, f64)> = Vec::new();
-        for em in &emitters {
+        for (t, em) in emitters.iter().enumerate() {
             let id = intern(and(&init, em), &mut ids, &mut sets)?;
             if id != usize::MAX {
-                weights0.push((id, 1.0 / v as f64));
+                weights0.push((id, weight(0, t)));
             }
         }
         let mut next_to_expand = 0;
@@ -561,16 +606,19 @@ impl Hmm {
         log10 += s.log10();
         d.iter_mut().for_each(|x| *x /= s);
         let mut next = vec![0.0; n];
-        let inv_v = 1.0 / v as f64;
-        for _ in 1..length {
+        let mut wt = vec![0.0; v];
+        for pos in 1..length {
             next.fill(0.0);
+            for (tok, w) in wt.iter_mut().enumerate() {
+                *w = weight(pos, tok);
+            }
             for (&w, row) in d.iter().zip(delta.chunks_exact(v)) {
                 if w == 0.0 {
                     continue;
                 }
-                for &to in row {
+                for (&to, &wtok) in row.iter().zip(&wt) {
                     if to != usize::MAX {
-                        next[to] += w * inv_v;
+                        next[to] += w * wtok;
                     }
                 }
             }

@@ -50,7 +50,46 @@
 //! path explains every sequence, so its support density is 1 and every model's SER on it is 0.
 //! Sequence-level pruning starts near threshold 0.02 and is substantial at 0.05 (about
 //! `10^-25`–`10^-33` of length-512 sequences in the support for the seeds tried). The n-gram SER
-//! variants do prune sequences (support densities around `10^-46`–`10^-70` at `L = 512`).
+//! variants do prune sequences (support densities around `10^-46`–`10^-70` at `L = 512`). For
+//! an HMM on which SER can be measured, see "The sparse HMM" below.
+//!
+//! # The sparse HMM
+//!
+//! Feng et al.'s rebuttal describes their HMM as having *sparse transitions* and checks
+//! sequences for invalid transitions. [`Language::sparse_hmm`] with [`SparseHmm::default`]
+//! ([`table1_sparse_hmm`]; task config `hmm` with `variant: sparse`) is Table 1's HMM, drawn
+//! from the same normals as the TER and SER variants of the same seed, with exactly two
+//! parameters changed:
+//!
+//! 1. **Transitions: at most `max_successors = 4` successor states per hidden state** (Table 1:
+//!    no limit; its threshold 0.003 leaves ≈11 of 32). Each transition row keeps its 4 largest
+//!    entries among those at or above the threshold and is renormalised: the ranking, hence
+//!    the kept successors, comes from the row's own draws. This is the sparsity of the
+//!    rebuttal.
+//! 2. **Emissions: threshold `emission_threshold = 0.05`** (Table 1: 0.003), which leaves ≈2.4
+//!    instead of ≈5 of the 8 tokens per state. The initial distribution keeps 0.003.
+//!
+//! *Why both.* A token sequence has probability zero only when *no* hidden path explains it.
+//! The set of hidden states reachable after a prefix evolves as "successors of the set, then
+//! those that can emit the next token"; if every such set's successors can emit every token
+//! between them, no sequence is ever pruned. With Table 1's emissions (≈5 tokens per state)
+//! that union covers all 8 tokens even with 3–4 successors per state (measured for seeds
+//! 0–3 and 20250214: support density `>= 10^-0.005` at `L = 64`), 2 successors per state
+//! prune only erratically (from ≈1 to `10^-1.7` at `L = 64`, by seed), and sparser emissions
+//! alone (threshold 0.05 with ≈11 successors) prune nothing either. Together, few successors *and* few tokens
+//! per state keep the reachable sets small and their emission union incomplete, so a random
+//! sequence soon hits a token no reachable state can emit, and the density falls
+//! geometrically in `L`.
+//!
+//! *Measured* (exact, subset construction; seed 0): `log10` support density −0.135, −0.301,
+//! −0.626, −1.274, −2.572, −5.168, −10.360 at `L` = 8, 16, 32, 64, 128, 256, 512 (0.053 of
+//! all sequences at `L = 64`); over seeds 0–15 between `10^-0.2` and `10^-4.3` at `L = 64`. An
+//! exact oracle decoded left to right (or autoregressively) never leaves the support (SER 0);
+//! decoded in one parallel step it does with probability [`Language::one_step_ser`] (seed 0,
+//! `L = 64`: 0.852), which is exact too: the same automaton weighted by the all-masked
+//! marginals. Everything else (scoring, support check, entropy, conditional marginals) is the
+//! HMM engine unchanged: it already handles zero entries exactly, and the tests check the
+//! sparse HMM against sums over all hidden paths for every sequence of length `<= 6`.
 //!
 //! # Parameter layouts
 //!
@@ -184,6 +223,8 @@ mod tests;
 #[cfg(test)]
 mod tests_interval;
 #[cfg(test)]
+mod tests_sparse;
+#[cfg(test)]
 mod tests_tables;
 
 use std::fmt;
@@ -220,6 +261,11 @@ pub enum LanguageError {
     InvalidVocab { vocab: usize, max: usize },
     #[error("an HMM needs at least 1 hidden state (got {states}); Table 1 uses 32")]
     InvalidStates { states: usize },
+    #[error("max_successors must be between 1 and the number of hidden states {states} (got {max_successors}); the sparse HMM's default is {}", SparseHmm::default().max_successors)]
+    InvalidMaxSuccessors {
+        max_successors: usize,
+        states: usize,
+    },
     #[error("the parameter tables would hold {entries} entries, more than the limit of {limit}; lower the vocabulary size, the n-gram order or the number of hidden states")]
     TooLarge { entries: String, limit: usize },
     #[error("temperature must be a finite number greater than 0 (got {temperature}); Table 1 uses 2 for the n-grams and 3.2 for the HMM")]
@@ -398,6 +444,43 @@ pub fn table1(kind: &str, variant: Variant, seed: u64) -> Result<Language, Langu
     }
 }
 
+/// Parameters of the sparse HMM ([`Language::sparse_hmm`]; module documentation, "The
+/// sparse HMM"). [`SparseHmm::default`] is the documented variant: Table 1's HMM with at most 4
+/// successors per state and emission threshold 0.05.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SparseHmm {
+    /// Hidden states `H` (Table 1: 32).
+    pub states: usize,
+    /// Vocabulary size `V` (Table 1: 8).
+    pub vocab: usize,
+    /// Sharpening temperature (Table 1: 3.2).
+    pub temperature: f64,
+    /// Threshold on the initial and transition rows (Table 1: 0.003).
+    pub threshold: f64,
+    /// Threshold on the emission rows (Table 1: 0.003; sparse default 0.05).
+    pub emission_threshold: f64,
+    /// Successor states kept per hidden state (Table 1: no limit; sparse default 4).
+    pub max_successors: usize,
+}
+
+impl Default for SparseHmm {
+    fn default() -> Self {
+        SparseHmm {
+            states: TABLE1_HMM_STATES,
+            vocab: TABLE1_VOCAB,
+            temperature: 3.2,
+            threshold: 0.003,
+            emission_threshold: 0.05,
+            max_successors: 4,
+        }
+    }
+}
+
+/// The sparse HMM with its default parameters ([`SparseHmm::default`]) drawn from `seed`.
+pub fn table1_sparse_hmm(seed: u64) -> Result<Language, LanguageError> {
+    Language::sparse_hmm(&SparseHmm::default(), seed)
+}
+
 #[derive(Debug, Clone)]
 enum Model {
     NGram(ngram::NGram),
@@ -510,7 +593,54 @@ impl Language {
         }
         check_common(vocab, temperature, threshold)?;
         tables::hmm_size(states, vocab)?;
-        let model = hmm::Hmm::generate(states, vocab, temperature, threshold, seed)?;
+        let model =
+            hmm::Hmm::generate(states, vocab, temperature, threshold, threshold, None, seed)?;
+        Ok(Language {
+            model: Model::Hmm(model),
+            origin: Origin::Generated {
+                temperature,
+                threshold,
+                seed,
+            },
+        })
+    }
+
+    /// The sparse HMM (see "The sparse HMM" in the module documentation): the draws of
+    /// [`Language::hmm`] with `params.threshold` on the initial and transition rows,
+    /// `params.emission_threshold` on the emission rows, and every transition row cut to its
+    /// `params.max_successors` largest entries, renormalised. Needs
+    /// `1 <= max_successors <= states`. [`SparseHmm::default`] is the documented variant.
+    pub fn sparse_hmm(params: &SparseHmm, seed: u64) -> Result<Language, LanguageError> {
+        let SparseHmm {
+            states,
+            vocab,
+            temperature,
+            threshold,
+            emission_threshold,
+            max_successors,
+        } = *params;
+        if states == 0 {
+            return Err(LanguageError::InvalidStates { states });
+        }
+        if !(1..=states).contains(&max_successors) {
+            return Err(LanguageError::InvalidMaxSuccessors {
+                max_successors,
+                states,
+            });
+        }
+        check_common(vocab, temperature, threshold)?;
+        check_common(vocab, temperature, emission_threshold)?;
+        tables::hmm_size(states, vocab)?;
+        let mut model = hmm::Hmm::generate(
+            states,
+            vocab,
+            temperature,
+            threshold,
+            emission_threshold,
+            Some(max_successors),
+            seed,
+        )?;
+        model.sparse = Some(*params);
         Ok(Language {
             model: Model::Hmm(model),
             origin: Origin::Generated {
@@ -755,6 +885,15 @@ impl Language {
         }
     }
 
+    /// The parameters of a sparse HMM ([`Language::sparse_hmm`]); `None` for every other
+    /// language.
+    pub fn sparse_params(&self) -> Option<&SparseHmm> {
+        match &self.model {
+            Model::Hmm(m) => m.sparse.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The seed the parameters were drawn from; `None` unless [`Origin::Generated`].
     pub fn seed(&self) -> Option<u64> {
         match self.origin {
@@ -975,6 +1114,27 @@ impl Language {
             Model::Hmm(m) => m.support_log10_density(length),
             Model::Interval(m) => Ok(m.support_log10_density(length)),
         }
+    }
+
+    /// For an HMM (n-gram and interval languages: `None`): the exact probability that a
+    /// sequence whose positions are drawn *independently*, each from its all-masked marginal
+    /// `q(x_t = ·)`, falls outside the support. This is the exact SER of the exact oracle
+    /// decoded in one parallel step (`ddpm`/`ddpm_cache` with `steps: 1`, or any sampler whose
+    /// only step unmasks every position from the all-masked conditionals). Computed on the
+    /// support automaton of [`Language::support_log10_density`] with the marginals as weights
+    /// (same limits and errors).
+    pub fn one_step_ser(&self, length: usize) -> Result<Option<f64>, LanguageError> {
+        self.check_length(length)?;
+        let Model::Hmm(m) = &self.model else {
+            return Ok(None);
+        };
+        let v = m.vocab;
+        let mut marg = vec![0.0; length * v];
+        let masked = vec![self.mask_id(); length];
+        self.conditional_marginals(&masked, 1, length, &mut marg)?;
+        let log10_in = m.support_log10_mass(length, &|t, tok| marg[t * v + tok])?;
+        // 1 - 10^log10_in without cancellation.
+        Ok(Some(-(log10_in * std::f64::consts::LN_10).exp_m1()))
     }
 
     /// Exact oracle denoiser. `tokens` holds `batch` sequences of `length` tokens (row-major,

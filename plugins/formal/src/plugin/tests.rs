@@ -303,3 +303,106 @@ fn oracle_for_a_pruned_bigram() {
     other.task.plugin = "someone-else".into();
     assert!(Oracle::new(&other).is_err());
 }
+
+/// The sparse HMM task: exact support density below 1 in the description, configuration
+/// errors, the oracle's left-to-right samples all in the support, and its one-step parallel
+/// samples out of it at the exact rate the description states.
+#[test]
+fn sparse_hmm_task_and_its_oracle() {
+    let length = 64;
+    let (mut task, open) = open("hmm", json!({"variant": "sparse"}), length);
+    let d = task.describe(length).unwrap();
+    assert_eq!(
+        d.label,
+        "hmm-32 (sparse variant, at most 4 successors per state)"
+    );
+    assert_eq!(d.details["variant"], "sparse");
+    assert_eq!(d.details["max_successors"], json!(4));
+    assert_eq!(d.details["emission_threshold"], json!(0.05));
+    assert_eq!(d.details["threshold"], json!(0.003));
+    assert_eq!(d.details["temperature"], json!(3.2));
+    let density = d.support_log10_density.unwrap();
+    assert!(density < 0.5f64.log10() && density > -6.0, "{density}");
+    let p = d.details["oracle_one_step_ser"].as_f64().unwrap();
+    assert!(p > 0.5 && p < 1.0, "{p}");
+    let built = build_language("hmm", &json!({"variant": "sparse"})).unwrap();
+    let fallback = built.fallback.unwrap();
+    assert_eq!(fallback.threshold(), Some(0.0));
+    assert!(fallback.sparse_params().is_none());
+
+    let mut oracle = Oracle::new(&open).unwrap();
+    let ser = oracle_ser(&mut task, &mut oracle, "left_to_right", length, 300, length);
+    assert_eq!(ser, 0.0);
+    let n = 3000;
+    let ser = oracle_ser(&mut task, &mut oracle, "ddpm", 1, n, length);
+    assert_within_4se(ser, p, n, "sparse hmm ddpm@1");
+    // More parallel steps: fewer broken sequences, still some.
+    let ser8 = oracle_ser(&mut task, &mut oracle, "ddpm", 8, 500, length);
+    assert!(ser8 > 0.0 && ser8 < p, "{ser8}");
+
+    // Overrides, and Table 1's other variants untouched by the new keys.
+    let t = LanguageTask::new(
+        "hmm",
+        &json!({"variant": "sparse", "max_successors": 2, "emission_threshold": 0.1, "seed": 3}),
+    )
+    .unwrap();
+    let sp = t.language().sparse_params().unwrap();
+    assert_eq!((sp.max_successors, sp.emission_threshold), (2, 0.1));
+    assert_eq!(t.language().seed(), Some(3));
+    for (config, task_name, fragment) in [
+        (
+            json!({"order": 2, "variant": "sparse"}),
+            "ngram",
+            "only for the `hmm` task",
+        ),
+        (
+            json!({"max_successors": 4}),
+            "hmm",
+            "only to `variant: sparse`",
+        ),
+        (
+            json!({"variant": "ser", "emission_threshold": 0.05}),
+            "hmm",
+            "only to `variant: sparse`",
+        ),
+        (
+            json!({"variant": "sparse", "max_successors": 0}),
+            "hmm",
+            "max_successors must be",
+        ),
+        (
+            json!({"variant": "sparse", "max_successors": 33}),
+            "hmm",
+            "max_successors must be",
+        ),
+        (
+            json!({"variant": "sparse", "emission_threshold": 1.5}),
+            "hmm",
+            "threshold",
+        ),
+        (
+            json!({"variant": "sparse", "successors": 4}),
+            "hmm",
+            "unknown field `successors`",
+        ),
+        (json!({"variant": "dense"}), "hmm", "unknown variant"),
+    ] {
+        let e = LanguageTask::new(task_name, &config).err().unwrap().0;
+        assert!(e.contains(fragment), "{config}: {e}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.yaml");
+    std::fs::write(&path, HMM).unwrap();
+    let e = LanguageTask::new("file", &json!({"path": path, "variant": "sparse"}))
+        .err()
+        .unwrap()
+        .0;
+    assert!(e.contains("only for the `hmm` task"), "{e}");
+    let d = LanguageTask::new("hmm", &json!({"variant": "ser"}))
+        .unwrap()
+        .describe(16)
+        .unwrap();
+    assert!(d.details.get("oracle_one_step_ser").is_none());
+    assert!(d.details.get("max_successors").is_none());
+    assert_eq!(d.label, "hmm-32 (SER variant)");
+}
