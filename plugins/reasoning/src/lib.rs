@@ -1,0 +1,32 @@
+//! GSM8K step verification with exact rational arithmetic.
+//!
+//! * [`arith`] — a small expression language (`+ - * / x × ÷ ** ^ % $ ( )`, decimals,
+//!   thousands commas) evaluated to exact [`num_rational::BigRational`]s under size
+//!   [`Limits`](arith::Limits), so any input is refused or answered in bounded work.
+//! * [`answer`] — final-answer extraction exactly as lm-evaluation-harness's `gsm8k` task
+//!   (strict `#### n`, flexible last number) and exact numeric comparison with the gold answer.
+//! * [`verify`](mod@verify) — the step verifier: every `<<expr=value>>` annotation
+//!   (annotation mode) and every `a = b = … = c` chain in the free text (free-text mode),
+//!   checked link by link and reported separately ([`Verification`]).
+//! * [`summary`] — counts over many completions: accuracy, step error, sequence error, trace
+//!   error (Uesato et al. 2022), coverage.
+//! * [`data`] — the pinned GSM8K `test.jsonl` / `train.jsonl`, sha256-checked.
+//!
+//! ```
+//! let v = dlm_reasoning::verify("1+2+3 = 3+3 = 7\n#### 7", Some("6"));
+//! assert_eq!(v.free_text.wrong, 1);
+//! assert_eq!(v.free_text.first_wrong, Some(1));
+//! assert_eq!(v.strict_correct, Some(false));
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod answer;
+pub mod arith;
+pub mod data;
+pub mod summary;
+pub mod verify;
+
+pub use summary::Summary;
+pub use verify::{verify, ModeReport, Outcome, Step, Verification, Verifier};
