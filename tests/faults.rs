@@ -110,3 +110,133 @@ impl PathBufExt {
         ))
     }
 }
+
+/// Processes whose command line contains `marker` (zombies have an empty one, so only live
+/// processes count).
+fn processes_marked(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().filter(|n| n.parse::<u32>().is_ok()) else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(marker) {
+                found.push(format!("{pid}: {cmdline}"));
+            }
+        }
+    }
+    found
+}
+
+/// Containment (issue 14, item 7): a plugin's child processes die with its cell, whether the
+/// cell timed out, finished, or the child left the worker's process group; a plugin that grows
+/// without bound fails with "memory limit"; one that floods its log fails with "output limit"
+/// and leaves a log no bigger than the limit. The other cells of the run are untouched.
+#[test]
+fn workers_are_contained() {
+    let out = scratch("containment");
+    let dir = out.join("run");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let marker = format!("dlm-containment-{}-{nanos}", std::process::id());
+    // The fixture appends DLM_FIXTURE_MARKER to the children's marker, so this run's children
+    // are told apart from any other run's.
+    let result = command()
+        .env("DLM_FIXTURE_MARKER", &marker)
+        .args([
+            "run",
+            "tests/suites/containment.yaml",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    // Whatever happened, leave no marked process behind for the next test.
+    let mut left = processes_marked(&marker);
+    for _ in 0..40 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        left = processes_marked(&marker);
+    }
+    for p in &left {
+        let pid = p.split(':').next().unwrap();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", pid])
+            .status();
+    }
+    assert!(
+        left.is_empty(),
+        "a plugin's child processes outlived their cells:\n{}\n{}",
+        left.join("\n"),
+        text(&result)
+    );
+    assert_eq!(result.status.code(), Some(3), "{}", text(&result));
+    let s = summary(&dir);
+    let status = |model: &str| {
+        let c = cell(&s, "iid", model, None, None);
+        (
+            c["status"].as_str().unwrap().to_string(),
+            c["cause"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    for model in ["healthy", "reference", "daemon", "escape"] {
+        assert_eq!(status(model).0, "ok", "{model}: {:?}", status(model));
+    }
+    let (orphan, cause) = status("orphan");
+    assert!(
+        orphan == "failed" && cause.contains("timed out after 4 s"),
+        "{cause}"
+    );
+    let (grow, cause) = status("grow");
+    assert!(
+        grow == "failed"
+            && cause.contains("memory limit (300 MiB, the suite's `memory_limit`) exceeded"),
+        "{cause}"
+    );
+    let (chatter, cause) = status("chatter");
+    assert!(
+        chatter == "failed" && cause.contains("output limit (10 MiB of log) exceeded"),
+        "{cause}"
+    );
+    // Every log on disk stays within the limit (plus the note where it was cut).
+    for entry in std::fs::read_dir(dir.join("work")).unwrap().flatten() {
+        let len = entry.metadata().unwrap().len();
+        assert!(
+            len <= dlm_bench::worker::OUTPUT_LIMIT + 4096,
+            "{} holds {len} bytes",
+            entry.path().display()
+        );
+    }
+}
+
+/// A bad `memory_limit` is a located suite error.
+#[test]
+fn bad_memory_limit_is_located() {
+    let out = scratch("bad-memory-limit");
+    let suite = out.join("bad.yaml");
+    let text_in = std::fs::read_to_string(root().join("tests/suites/faults.yaml"))
+        .unwrap()
+        .replace(
+            "timeout_seconds: 5\n",
+            "timeout_seconds: 5\nmemory_limit: lots\n",
+        );
+    std::fs::write(&suite, text_in).unwrap();
+    let result = run(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--out",
+        out.join("run").to_str().unwrap(),
+    ]);
+    let all = text(&result);
+    assert_ne!(result.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("bad.yaml:6:15") && all.contains("memory_limit must be a size"),
+        "{all}"
+    );
+}

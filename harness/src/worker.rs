@@ -4,7 +4,7 @@
 //! stderr stay free for the plugin's own output and go to the cell's log).
 
 use crate::results::{BatchRecord, PluginId};
-use crate::suite::{CellSpec, ComponentSpec, TrainSpec};
+use crate::suite::{CellSpec, ComponentSpec, MemoryLimit, TrainSpec};
 use anyhow::{Context, Result};
 use dlm_plugin_api::abi::Instance;
 use dlm_plugin_api::{
@@ -100,6 +100,11 @@ pub struct TrainOutput {
     pub validation: Vec<ValidationPoint>,
     /// Whether the validation values are upper bounds (an MDM's ELBO) rather than exact NLLs.
     pub bound: bool,
+    /// The exact NLL per token of the same held-out sequences under the task
+    /// (`−Σ log q(x) / tokens`, from `task.score`): the reference `validation` is compared with.
+    /// `None` when the task gives no exact `log q` (and in records written before it existed).
+    #[serde(default)]
+    pub reference_nll_per_token: Option<f64>,
 }
 
 /// One generated-and-scored sample.
@@ -169,6 +174,7 @@ impl EventWriter {
 
 /// Entry point of `dlm-bench worker --job FILE --events FILE`. Returns the process exit code.
 pub fn worker_main(job_path: &Path, events_path: &Path) -> Result<i32> {
+    contain_self();
     let job: Job = serde_json::from_slice(&std::fs::read(job_path)?)
         .with_context(|| format!("malformed worker job {}", job_path.display()))?;
     let mut events = EventWriter {
@@ -379,9 +385,11 @@ fn run_train(
         0,
         vocab,
     )?;
-    let optimum = description
+    let reference = held_out_nll(&task, &validation_set)
+        .context("scoring the held-out validation set under the task")?;
+    let optimum = reference.or(description
         .entropy_nats
-        .map(|h| h / description.length as f64);
+        .map(|h| h / description.length as f64));
     let mut bound = false;
     let mut validate = || -> Result<f64> {
         let (mut total, mut weight) = (0.0, 0usize);
@@ -448,7 +456,7 @@ fn run_train(
             if let Some(v) = last_validation {
                 message.push_str(&format!("  val {v:.4}"));
                 if let Some(o) = optimum {
-                    message.push_str(&format!(" (optimum {o:.4})"));
+                    message.push_str(&format!(" (reference {o:.4})"));
                 }
             }
             events.emit(&Event::Progress {
@@ -482,7 +490,35 @@ fn run_train(
         losses,
         validation,
         bound,
+        reference_nll_per_token: reference,
     })
+}
+
+/// Mean `−log q(x)` per token of `seqs` under the task; `None` if the task gives no finite
+/// `log q` for some sequence.
+fn held_out_nll(task: &Instance, seqs: &[Vec<u32>]) -> Result<Option<f64>> {
+    let (mut total, mut tokens) = (0.0, 0usize);
+    for chunk in seqs.chunks(256) {
+        let (shape, buffer) = TokenBatch::pack(chunk);
+        let (reply, _): (ScoreReply, _) = call(task, method::TASK_SCORE, &shape, &buffer)?;
+        if reply.scores.len() != chunk.len() {
+            anyhow::bail!(
+                "task.score returned {} scores for {} sequences",
+                reply.scores.len(),
+                chunk.len()
+            );
+        }
+        for (score, seq) in reply.scores.iter().zip(chunk) {
+            match score.log_q {
+                Some(log_q) if log_q.is_finite() => {
+                    total -= log_q;
+                    tokens += seq.len();
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+    Ok((tokens > 0).then(|| total / tokens as f64))
 }
 
 fn run_cell(
@@ -676,26 +712,148 @@ pub enum Outcome {
     Described(PluginDescriptor),
     Finished(Box<CellOutput>),
     Trained(Box<TrainOutput>),
-    /// The job failed; the cause says why (plugin error, crash signal, timeout) and quotes the
-    /// end of the worker's log.
+    /// The job failed; the cause says why (plugin error, crash signal, timeout, memory or
+    /// output limit) and quotes the end of the worker's log.
     Failed(String),
 }
 
-/// Run `job` in a worker process and wait for it, with a wall-clock limit. `scratch` is a
-/// directory for the job, event and log files (named by `name`).
+/// The most a worker's stdout and stderr together may write to its log: past it the worker is
+/// killed, the log cut at the limit, and the job fails with "output limit".
+pub const OUTPUT_LIMIT: u64 = 10 << 20;
+
+/// The default `memory_limit`: min(16 GiB, 3/4 of the machine's memory) — the smaller of
+/// `MemTotal` and the cgroup's `memory.max` where one is set. 16 GiB where neither can be read.
+pub fn default_memory_limit() -> u64 {
+    const CAP: u64 = 16 << 30;
+    physical_memory().map_or(CAP, |m| (m / 4 * 3).min(CAP))
+}
+
+fn physical_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let total = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())?
+        * 1024;
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    Some(cgroup.map_or(total, |c| c.min(total)))
+}
+
+/// `1 GiB`, `1.5 GiB`, `300 MiB`: sizes in causes.
+pub fn format_bytes(n: u64) -> String {
+    let (unit, name) = if n >= 1 << 30 {
+        (1u64 << 30, "GiB")
+    } else if n >= 1 << 20 {
+        (1 << 20, "MiB")
+    } else {
+        (1 << 10, "KiB")
+    };
+    if n.is_multiple_of(unit) {
+        format!("{} {name}", n / unit)
+    } else {
+        format!("{:.1} {name}", n as f64 / unit as f64)
+    }
+}
+
+/// What one worker may use before the harness kills it (with every process it started).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Wall-clock time (`timeout_seconds`).
+    pub timeout: Duration,
+    /// Resident memory of the worker and its child processes (`memory_limit`); `None`: no limit.
+    pub memory: Option<u64>,
+    /// Whether `memory` came from the suite (otherwise it is the default), for the cause.
+    pub memory_from_suite: bool,
+    /// Bytes of stdout + stderr in the worker's log.
+    pub output: u64,
+}
+
+impl Limits {
+    /// `timeout` and the suite's `memory_limit`, with the default output limit.
+    pub fn new(timeout: Duration, memory: MemoryLimit) -> Limits {
+        let (memory, memory_from_suite) = match memory {
+            MemoryLimit::Default => (Some(default_memory_limit()), false),
+            MemoryLimit::Bytes(b) => (Some(b), true),
+            MemoryLimit::Unlimited => (None, true),
+        };
+        Limits {
+            timeout,
+            memory,
+            memory_from_suite,
+            output: OUTPUT_LIMIT,
+        }
+    }
+}
+
+/// A time limit with the default memory and output limits.
+impl From<Duration> for Limits {
+    fn from(timeout: Duration) -> Limits {
+        Limits::new(timeout, MemoryLimit::Default)
+    }
+}
+
+/// The environment variable that marks every process a worker starts (inherited by the
+/// plugin's children), so the harness finds and kills those that left the worker's process
+/// group.
+const TOKEN_VAR: &str = "DLM_BENCH_WORKER_TOKEN";
+/// The harness's pid, so a worker whose parent died before it set its parent-death signal
+/// notices and exits.
+const PARENT_VAR: &str = "DLM_BENCH_WORKER_PARENT";
+
+/// Child side of the containment, first thing in the worker: die with the harness. The worker
+/// runs in its own process group, so a Ctrl-C at the terminal reaches only the harness; the
+/// parent-death signal takes the worker down with it.
+fn contain_self() {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+        let _ = set_parent_process_death_signal(Some(Signal::KILL));
+        if let Some(parent) = std::env::var(PARENT_VAR)
+            .ok()
+            .and_then(|v| v.parse::<i32>().ok())
+        {
+            if Pid::as_raw(getppid()) != parent {
+                // The harness died before the signal was armed.
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
+/// Why the poll loop stopped.
+enum Ended {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Memory(u64),
+    Output,
+}
+
+/// Run `job` in a worker process and wait for it, within `limits` (a `Duration` is a time
+/// limit with the default memory and output limits). `scratch` is a directory for the job,
+/// event and log files (named by `name`).
+///
+/// The worker leads a process group of its own. Whatever ends the job — success, failure,
+/// crash, or a limit — the whole group is killed afterwards, and so is every process that
+/// carries the job's token in its environment (a child that left the group with `setsid`), so
+/// nothing a plugin started outlives its job.
 pub fn run_job(
     job: &Job,
     scratch: &Path,
     name: &str,
-    timeout: Duration,
+    limits: impl Into<Limits>,
     mut on_progress: impl FnMut(&str, usize, usize, Option<&str>),
 ) -> Result<Outcome> {
+    let limits = limits.into();
     let job_path = scratch.join(format!("{name}.job.json"));
     let events_path = scratch.join(format!("{name}.events.jsonl"));
     let log_path = scratch.join(format!("{name}.log"));
     std::fs::write(&job_path, serde_json::to_vec(job)?)?;
     let _ = std::fs::remove_file(&events_path);
     let log = std::fs::File::create(&log_path)?;
+    let log_size = log.try_clone()?;
+    let token = job_token();
     let started = Instant::now();
     let mut command = Command::new(worker_exe()?);
     // Symbolising a panic backtrace of a large plugin can outlast a cell's time limit, and the
@@ -703,7 +861,14 @@ pub fn run_job(
     if std::env::var_os("DLM_BENCH_WORKER_BACKTRACE").is_none() {
         command.env("RUST_BACKTRACE", "0");
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
     let mut child: Child = command
+        .env(TOKEN_VAR, &token)
+        .env(PARENT_VAR, std::process::id().to_string())
         .arg("worker")
         .arg("--job")
         .arg(&job_path)
@@ -714,10 +879,11 @@ pub fn run_job(
         .stderr(log)
         .spawn()
         .context("cannot start a worker process")?;
+    let mut memory = MemoryWatch::new(child.id());
     let mut seen_lines = 0usize;
     let mut last: Option<Event> = None;
     let mut poll = Duration::from_micros(500);
-    let status = loop {
+    let ended = loop {
         let exited = child.try_wait()?;
         // Read any new events (the file only grows).
         if let Ok(f) = std::fs::File::open(&events_path) {
@@ -744,28 +910,92 @@ pub fn run_job(
                 .count();
         }
         if let Some(status) = exited {
-            break Some(status);
+            break Ended::Exited(status);
         }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
+        if started.elapsed() > limits.timeout {
+            break Ended::TimedOut;
+        }
+        if log_size.metadata().map_or(0, |m| m.len()) > limits.output {
+            break Ended::Output;
+        }
+        if let Some(limit) = limits.memory {
+            let used = memory.sample();
+            if used > limit {
+                break Ended::Memory(used);
+            }
         }
         // Back off from 1 ms to 20 ms: short jobs finish promptly, long ones cost no CPU.
         poll = (poll * 2).min(Duration::from_millis(20));
         std::thread::sleep(poll);
     };
-    let tail = log_tail(&log_path, 12);
-    let outcome = match (status, last) {
-        (None, _) => Outcome::Failed(format!(
+    // Nothing the plugin started outlives the job: not the worker, not its children.
+    kill_tree(child.id(), &token);
+    let ended = match ended {
+        Ended::Exited(status) => {
+            // Limits hold however the worker ended: a finished job that wrote past the output
+            // limit, or peaked over the memory limit between two polls, still fails.
+            let peak = memory.peak;
+            if log_size.metadata().map_or(0, |m| m.len()) > limits.output {
+                Ended::Output
+            } else if limits.memory.is_some_and(|limit| peak > limit) {
+                Ended::Memory(peak)
+            } else {
+                Ended::Exited(status)
+            }
+        }
+        other => {
+            let _ = child.wait();
+            other
+        }
+    };
+    if matches!(ended, Ended::Output) {
+        // Keep the log at the limit, with a note where it was cut.
+        let _ = log_size.set_len(limits.output);
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log_path) {
+            let _ = writeln!(
+                f,
+                "\n[dlm-bench: log cut at {} (output limit)]",
+                format_bytes(limits.output)
+            );
+        }
+    }
+    // A flood of output needs only a glimpse.
+    let tail = log_tail(
+        &log_path,
+        if matches!(ended, Ended::Output) {
+            3
+        } else {
+            12
+        },
+    );
+    let outcome = match (ended, last) {
+        (Ended::TimedOut, _) => Outcome::Failed(format!(
             "timed out after {:.0} s (the limit `timeout_seconds`); worker killed{tail}",
-            timeout.as_secs_f64()
+            limits.timeout.as_secs_f64()
         )),
-        (Some(_), Some(Event::Described { descriptor })) => Outcome::Described(descriptor),
-        (Some(_), Some(Event::Finished { output })) => Outcome::Finished(output),
-        (Some(_), Some(Event::Trained { output })) => Outcome::Trained(output),
-        (Some(_), Some(Event::Failed { message })) => Outcome::Failed(message),
-        (Some(status), _) => Outcome::Failed(format!("worker {}{tail}", describe_exit(status))),
+        (Ended::Memory(used), _) => Outcome::Failed(format!(
+            "memory limit ({}, {}) exceeded: the worker and its child processes reached {} resident; worker killed{tail}",
+            format_bytes(limits.memory.unwrap_or_default()),
+            if limits.memory_from_suite {
+                "the suite's `memory_limit`"
+            } else {
+                "the default `memory_limit`, min(16 GiB, 3/4 of physical memory)"
+            },
+            format_bytes(used)
+        )),
+        (Ended::Output, _) => Outcome::Failed(format!(
+            "output limit ({} of log) exceeded: the worker wrote more than that to stdout and stderr; worker killed and its log cut at the limit{tail}",
+            format_bytes(limits.output)
+        )),
+        (Ended::Exited(_), Some(Event::Described { descriptor })) => {
+            Outcome::Described(descriptor)
+        }
+        (Ended::Exited(_), Some(Event::Finished { output })) => Outcome::Finished(output),
+        (Ended::Exited(_), Some(Event::Trained { output })) => Outcome::Trained(output),
+        (Ended::Exited(_), Some(Event::Failed { message })) => Outcome::Failed(message),
+        (Ended::Exited(status), _) => {
+            Outcome::Failed(format!("worker {}{tail}", describe_exit(status)))
+        }
     };
     if matches!(
         outcome,
@@ -777,6 +1007,124 @@ pub fn run_job(
     Ok(outcome)
 }
 
+/// A token unique to one job: this process, a counter and the clock.
+fn job_token() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{n}-{nanos:x}", std::process::id())
+}
+
+/// Kill the worker's process group (the worker leads it), then every process still carrying
+/// the job's token (those that left the group with `setsid`), a few rounds in case one was
+/// forking meanwhile.
+fn kill_tree(pgid: u32, token: &str) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{kill_process, kill_process_group, Pid, Signal};
+        if let Some(pid) = Pid::from_raw(pgid as i32) {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+        for _ in 0..8 {
+            let found = processes_with_token(token);
+            if found.is_empty() {
+                break;
+            }
+            for pid in found {
+                if let Some(pid) = Pid::from_raw(pid) {
+                    let _ = kill_process(pid, Signal::KILL);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// Processes (other than this one) whose environment holds `TOKEN_VAR=token` — found through
+/// `/proc`, so only on Linux and only those of this user.
+fn processes_with_token(token: &str) -> Vec<i32> {
+    let needle = format!("{TOKEN_VAR}={token}\0").into_bytes();
+    let me = std::process::id() as i32;
+    proc_pids()
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_slice()))
+        })
+        .collect()
+}
+
+fn proc_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+}
+
+/// A `/proc/PID/status` field in bytes (`VmRSS`, `VmHWM`: given in kB).
+fn status_bytes(pid: i32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The process group of `pid` (field 5 of `/proc/PID/stat`, after the parenthesised name).
+fn process_group_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Resident memory of a worker and its process group, from `/proc` (Linux; elsewhere nothing
+/// is measured). The worker's own figure is its peak (`VmHWM`), read at every poll; the rest of
+/// the group is summed every quarter second.
+struct MemoryWatch {
+    pid: i32,
+    /// The latest total of the group's other processes.
+    others: u64,
+    last_scan: Option<Instant>,
+    /// The highest total seen.
+    peak: u64,
+}
+
+impl MemoryWatch {
+    fn new(pid: u32) -> MemoryWatch {
+        MemoryWatch {
+            pid: pid as i32,
+            others: 0,
+            last_scan: None,
+            peak: 0,
+        }
+    }
+
+    /// The current total: the worker's peak resident set plus its group's current ones.
+    fn sample(&mut self) -> u64 {
+        let own = status_bytes(self.pid, "VmHWM").unwrap_or(0);
+        if self
+            .last_scan
+            .is_none_or(|t| t.elapsed() >= Duration::from_millis(250))
+        {
+            self.last_scan = Some(Instant::now());
+            self.others = proc_pids()
+                .filter(|&p| p != self.pid && process_group_of(p) == Some(self.pid))
+                .filter_map(|p| status_bytes(p, "VmRSS"))
+                .sum();
+        }
+        let total = own + self.others;
+        self.peak = self.peak.max(total);
+        total
+    }
+}
+
 fn describe_exit(status: std::process::ExitStatus) -> String {
     #[cfg(unix)]
     {
@@ -784,7 +1132,7 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         if let Some(sig) = status.signal() {
             let name = match sig {
                 6 => " (SIGABRT: the plugin aborted)",
-                9 => " (SIGKILL)",
+                9 => " (SIGKILL; from outside the harness, e.g. the system's out-of-memory killer)",
                 11 => " (SIGSEGV: the plugin crashed)",
                 7 => " (SIGBUS)",
                 4 => " (SIGILL)",
@@ -800,9 +1148,30 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// The last `lines` non-empty lines of the log (read from its last 64 KiB; each cut at 300
+/// characters, so a flood of output does not flood the cause).
 fn log_tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    use std::io::{Read, Seek, SeekFrom};
+    const WINDOW: u64 = 64 << 10;
+    let mut bytes = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let len = f.metadata().map_or(0, |m| m.len());
+        if f.seek(SeekFrom::Start(len.saturating_sub(WINDOW))).is_ok() {
+            let _ = f.take(WINDOW).read_to_end(&mut bytes);
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            if l.chars().count() > 300 {
+                format!("{}…", l.chars().take(300).collect::<String>())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
     if all.is_empty() {
         return String::new();
     }
@@ -812,4 +1181,42 @@ fn log_tail(path: &Path, lines: usize) -> String {
         path.display(),
         all[start..].join("\n  ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_limits() {
+        assert_eq!(format_bytes(8 << 30), "8 GiB");
+        assert_eq!(format_bytes(3 << 29), "1.5 GiB");
+        assert_eq!(format_bytes(300 << 20), "300 MiB");
+        let default = default_memory_limit();
+        assert!(default > 0 && default <= 16 << 30, "{default}");
+        let limits = Limits::from(Duration::from_secs(1));
+        assert_eq!(limits.memory, Some(default));
+        assert!(!limits.memory_from_suite);
+        assert_eq!(limits.output, OUTPUT_LIMIT);
+        let none = Limits::new(Duration::from_secs(1), MemoryLimit::Unlimited);
+        assert_eq!(none.memory, None);
+    }
+
+    #[test]
+    fn log_tail_reads_the_end_and_cuts_long_lines() {
+        let dir = std::env::temp_dir().join(format!("dlm-bench-log-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.log");
+        let mut text = "early\n".repeat(100_000);
+        text.push_str(&"y".repeat(10_000));
+        text.push_str("\nlast line\n");
+        std::fs::write(&path, text).unwrap();
+        let tail = log_tail(&path, 3);
+        assert!(
+            tail.contains("last line") && tail.contains("yyy…"),
+            "{tail}"
+        );
+        assert!(tail.len() < 1000, "{}", tail.len());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
