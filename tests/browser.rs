@@ -154,6 +154,22 @@ impl Browser {
         b
     }
 
+    /// Evaluate a JavaScript expression in the page (from DevTools: the pages have no scripts).
+    fn eval(&mut self, expression: &str) -> Value {
+        let s = self.session.clone();
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true}),
+            Some(&s),
+        );
+        assert!(
+            r.get("exceptionDetails").is_none(),
+            "evaluation failed: {}",
+            r["exceptionDetails"]
+        );
+        r["result"]["value"].clone()
+    }
+
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
@@ -502,6 +518,69 @@ fn report_comparison_and_history_render_in_headless_chromium() {
             path.display()
         );
         println!("{name}: {} ({w}×{h}, {colours}+ colours)", path.display());
+        if name == "report" {
+            check_report_layout(&mut browser);
+        }
+    }
+}
+
+/// Layout of the report, measured on the rendered page (element boxes, not by eye): reference
+/// line labels sit outside the plotted data and never overlap each other; sample sequences show
+/// separated tokens; nothing is wider than the 1400 px viewport (the training table's checkpoint
+/// column included).
+fn check_report_layout(browser: &mut Browser) {
+    let m = browser.eval(
+        r#"(() => {
+        const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+        const out = {plots: 0, labels: 0, overlaps: [], inside: [], outside_svg: [], seqs: 0, glued: [], ckpt: [], page: document.documentElement.scrollWidth, view: window.innerWidth};
+        for (const svg of document.querySelectorAll('svg.plot')) {
+          out.plots++;
+          const data = svg.querySelector(':scope > svg').getBoundingClientRect();
+          const box = svg.getBoundingClientRect();
+          const title = svg.querySelector('title').textContent;
+          const labels = [...svg.querySelectorAll(':scope > text.hlabel')].map(t => [t.textContent, t.getBoundingClientRect()]);
+          out.labels += labels.length;
+          labels.forEach(([t, r], i) => {
+            if (hit(r, data)) out.inside.push(title + ': ' + t);
+            if (r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) out.outside_svg.push(title + ': ' + t);
+            labels.slice(i + 1).forEach(([u, q]) => { if (hit(r, q)) out.overlaps.push(title + ': ' + t + ' / ' + u); });
+          });
+        }
+        for (const td of document.querySelectorAll('td.seq')) {
+          out.seqs++;
+          const t = td.textContent.trim();
+          if (/[0-9]{2,}/.test(t) && !/ /.test(t)) out.glued.push(t.slice(0, 40));
+        }
+        for (const td of document.querySelectorAll('td.ckpt')) out.ckpt.push(td.getBoundingClientRect().right);
+        out.wide = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+          .slice(0, 8).map(e => e.tagName + '.' + (e.getAttribute('class') || '') + ' ' + Math.round(e.getBoundingClientRect().right));
+        return out;
+      })()"#,
+    );
+    println!("report layout: {m}");
+    assert!(
+        m["plots"].as_u64().unwrap() > 0 && m["labels"].as_u64().unwrap() > 0,
+        "{m}"
+    );
+    assert_eq!(m["overlaps"], json!([]), "reference labels overlap: {m}");
+    assert_eq!(
+        m["inside"],
+        json!([]),
+        "reference labels over the data: {m}"
+    );
+    assert_eq!(m["outside_svg"], json!([]), "reference labels cut off: {m}");
+    assert!(m["seqs"].as_u64().unwrap() > 0, "{m}");
+    assert_eq!(m["glued"], json!([]), "tokens without separators: {m}");
+    let view = m["view"].as_f64().unwrap();
+    assert!(
+        m["page"].as_f64().unwrap() <= view,
+        "the page is wider than the viewport: {m}"
+    );
+    for right in m["ckpt"].as_array().unwrap() {
+        assert!(
+            right.as_f64().unwrap() <= view,
+            "checkpoint column overflows: {m}"
+        );
     }
 }
 

@@ -89,7 +89,7 @@ fn same_suite_and_seeds_compare_as_unchanged_and_exit_zero() {
     assert!(all.len() >= 14 * 3, "{} rows", all.len());
     for r in all {
         assert!(
-            r["status"] == "unchanged" || r["status"] == "within_noise",
+            r["status"] == "identical" || r["status"] == "within_noise",
             "{} {} is {}",
             r["key"],
             r["metric"],
@@ -97,7 +97,7 @@ fn same_suite_and_seeds_compare_as_unchanged_and_exit_zero() {
         );
         // Same seeds, same plugin: the samples are identical, so quality deltas are exactly 0.
         if ["TER", "SER", "NFE"].contains(&r["metric"].as_str().unwrap()) {
-            assert_eq!(r["status"], "unchanged", "{} {}", r["key"], r["metric"]);
+            assert_eq!(r["status"], "identical", "{} {}", r["key"], r["metric"]);
             assert_eq!(r["delta"], 0.0);
             assert!(r["method"].as_str().unwrap().starts_with("paired"));
         }
@@ -160,7 +160,7 @@ fn a_deliberately_worse_model_is_reported_as_regressed_with_exit_code_4() {
     for r in c["rows"].as_array().unwrap() {
         let key = r["key"].as_str().unwrap();
         if (key.contains("/uniform/") || key.contains("/reference/")) && r["metric"] != "tokens/s" {
-            assert_eq!(r["status"], "unchanged", "{key} {}", r["metric"]);
+            assert_eq!(r["status"], "identical", "{key} {}", r["metric"]);
         }
     }
     // Sorted by severity: regressions first.
@@ -179,7 +179,7 @@ fn a_deliberately_worse_model_is_reported_as_regressed_with_exit_code_4() {
     assert_eq!(out.status.code(), Some(4));
     for r in c["rows"].as_array().unwrap() {
         assert!(
-            r["status"] != "unchanged" && r["status"] != "within_noise",
+            r["status"] != "identical" && r["status"] != "within_noise",
             "{r}"
         );
     }

@@ -180,3 +180,63 @@ fn left_to_right_with_the_exact_oracle_never_leaves_any_pruned_language() {
         0.0
     );
 }
+
+/// A suite kept outside the repository still names the built-in plugin crates (they resolve in
+/// dlm-bench's own checkout), records the commit of that checkout, and a crate that exists
+/// nowhere gets a located error that offers the library path instead.
+#[test]
+fn a_suite_outside_the_repository_uses_the_harness_checkout() {
+    let outside = tempfile::tempdir().unwrap();
+    let suite = std::fs::read_to_string(root().join("tests/suites/tiny.yaml"))
+        .unwrap()
+        .replace("samples: 300", "samples: 20");
+    let path = outside.path().join("mine.yaml");
+    std::fs::write(&path, &suite).unwrap();
+    let dir = outside.path().join("run");
+    let r = run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    match head {
+        Some(head) => assert_eq!(manifest["git_commit"], head.as_str()),
+        None => eprintln!(
+            "skipped the commit check: {} is not a git checkout",
+            root().display()
+        ),
+    }
+
+    std::fs::write(
+        &path,
+        suite.replace(
+            "plugin: dlm-formal\n    model",
+            "plugin: dlm-formall\n    model",
+        ),
+    )
+    .unwrap();
+    let r = run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        outside.path().join("bad").to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("mine.yaml:") && err.contains("no plugin crate `dlm-formall`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `dlm-formal`"), "{err}");
+    assert!(err.contains("name the built library by path"), "{err}");
+}

@@ -6,7 +6,12 @@ use common::*;
 use std::time::{Duration, Instant};
 
 /// Summary fields that measure time and so legitimately differ between two runs.
-const TIMING_FIELDS: [&str; 3] = ["wall_seconds", "tokens_per_second", "speedup"];
+const TIMING_FIELDS: [&str; 4] = [
+    "wall_seconds",
+    "tokens_per_second",
+    "tokens_per_second_iqr",
+    "speedup",
+];
 
 fn without_timings(summary: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
     summary
@@ -162,4 +167,114 @@ fn resume_refuses_a_changed_suite() {
         "{}",
         text(&r)
     );
+}
+
+/// A crash can tear the last row of `samples.jsonl` after its cell's line was written by an
+/// earlier attempt (or a disk can lose the tail of the file): the cell is then short. It must not
+/// be kept as finished: `--resume` redoes it, and the result equals an untouched run.
+#[test]
+fn a_torn_sample_row_makes_its_cell_be_redone() {
+    let out = scratch("resume-torn");
+    let dir = out.join("run");
+    let r = run(&[
+        "run",
+        "tests/suites/tiny.yaml",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r));
+    let whole = without_timings(summary(&dir));
+    let samples_path = dir.join("samples.jsonl");
+    let full = std::fs::read(&samples_path).unwrap();
+    // Cut a few bytes off the last row (it belongs to the last finished cell).
+    std::fs::write(&samples_path, &full[..full.len() - 7]).unwrap();
+    let r = run(&[
+        "run",
+        "tests/suites/tiny.yaml",
+        "--resume",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r));
+    let resumed = without_timings(summary(&dir));
+    assert_eq!(whole, resumed, "the torn cell is redone in full");
+    for c in &resumed {
+        if c["status"] == "ok" {
+            assert_eq!(c["n"], 300, "{}", c["key"]);
+        }
+    }
+    assert_eq!(std::fs::read(&samples_path).unwrap().len(), full.len());
+    // Every cell appears once in the summary, and the redone cell has all its rows again.
+    assert_eq!(
+        sorted_sample_lines(&dir).len(),
+        full.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+    );
+}
+
+/// Two processes on one run directory would run the same cells twice and rewrite each other's
+/// files; the second gets a clear error naming the holder, and the lock dies with its holder.
+#[test]
+fn a_run_directory_in_use_is_refused_with_the_holders_pid() {
+    let out = scratch("resume-lock");
+    let dir = out.join("run");
+    let mut first = command()
+        .args([
+            "run",
+            "tests/suites/resume.yaml",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while lines_in(&dir.join("cells.jsonl")) < 1 {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "run finished too early"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "run made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for args in [
+        vec![
+            "run",
+            "tests/suites/resume.yaml",
+            "--resume",
+            dir.to_str().unwrap(),
+        ],
+        vec!["report", dir.to_str().unwrap()],
+    ] {
+        let r = run(&args);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "{}", text(&r));
+        assert!(
+            err.contains("is in use by PID") && err.contains(&first.id().to_string()),
+            "{}",
+            text(&r)
+        );
+    }
+    // Reading a run that is still going is fine (compare and history take no lock).
+    let r = run(&[
+        "compare",
+        dir.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        "--timing-noise",
+        "1000",
+    ]);
+    assert!(r.status.code() == Some(0), "{}", text(&r));
+    first.kill().unwrap(); // SIGKILL: the lock must die with it
+    first.wait().unwrap();
+    let r = run(&[
+        "run",
+        "tests/suites/resume.yaml",
+        "--resume",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r));
 }

@@ -7,17 +7,19 @@
 //! * Quality (TER, SER, unigram entropy) and NFE are compared **paired per sample** when the unit
 //!   is the same: sample `i` of both runs came from the same random stream, so the per-sample
 //!   differences are resampled together (paired bootstrap over sequences). Identical samples give
-//!   a delta of exactly 0 ("unchanged").
-//! * Timing (tokens/s) is never paired; its CI comes from a bootstrap over batches and it is
-//!   judged with a relative noise floor (criterion's rule: regressed only when the whole CI of
-//!   the relative change lies beyond the floor).
+//!   a delta of exactly 0 ("identical": the same samples, so no noise to speak of).
+//! * Timing (tokens/s) is never paired and never "identical". Each batch of a cell is a repeated
+//!   measurement of the same work (the first, a warm-up, is not timed); asv's rule judges it: the
+//!   ratio of median batch throughputs must pass a threshold (the noise floor or the runs' own
+//!   spread, whichever is larger) *and* a Mann–Whitney test must find the batches different.
 //! * A cell whose task or model plugin version changed is "not comparable" (asv's `x`).
 //!
 //! The exit code is [`EXIT_REGRESSION`] when any row regressed or newly failed.
 
-use crate::metrics::{self, CellSummary};
+use crate::metrics::{self, CellSummary, Clock};
 use crate::report::{self, fmt_num};
 use crate::results::{write_atomic, CellRecord, CellStatus, Manifest, RunDir, SampleRecord};
+use crate::stats;
 use anyhow::{Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -53,7 +55,7 @@ pub enum Status {
     Changed,
     Added,
     WithinNoise,
-    Unchanged,
+    Identical,
 }
 
 impl Status {
@@ -70,14 +72,14 @@ impl Status {
             Status::Changed => "changed",
             Status::Added => "added",
             Status::WithinNoise => "within noise",
-            Status::Unchanged => "unchanged",
+            Status::Identical => "identical",
         }
     }
     pub fn gates(self) -> bool {
         matches!(self, Status::Regressed | Status::NewFailure)
     }
     pub fn is_change(self) -> bool {
-        !matches!(self, Status::WithinNoise | Status::Unchanged)
+        !matches!(self, Status::WithinNoise | Status::Identical)
     }
     pub const ALL: [Status; 12] = [
         Status::NewFailure,
@@ -91,7 +93,7 @@ impl Status {
         Status::Changed,
         Status::Added,
         Status::WithinNoise,
-        Status::Unchanged,
+        Status::Identical,
     ];
 }
 
@@ -214,7 +216,7 @@ pub struct RunData {
 }
 
 pub fn load_run(path: &Path) -> Result<RunData> {
-    let dir = RunDir::open(path)?;
+    let dir = RunDir::open_read_only(path)?;
     let manifest = dir.read_manifest()?;
     let (cells, samples) = dir.load_consistent()?;
     let summary = metrics::summarize(&cells, &samples);
@@ -412,9 +414,9 @@ pub fn compare(base: &RunData, new: &RunData, opts: &Options) -> Comparison {
             large_rel_change: LARGE_REL_CHANGE,
             text: vec![
                 "TER, SER, NFE and unigram entropy: 95% CI of new − base by bootstrap over sequences, paired per sample (same unit and sample index) when the cell's unit is unchanged, unpaired otherwise.".into(),
-                format!("Regressed / improved: the CI excludes 0 on the worse / better side and the change is at least {:.1}% (SER: {} absolute). Identical samples: unchanged.", MIN_REL_CHANGE * 100.0, MIN_ABS_SER_CHANGE),
+                format!("Regressed / improved: the CI excludes 0 on the worse / better side and the change is at least {:.1}% (SER: {} absolute). Identical samples: identical (never \"within noise\").", MIN_REL_CHANGE * 100.0, MIN_ABS_SER_CHANGE),
                 format!("A change of more than {:.0}% (SER: 0.05) whose CI includes 0 is '~ large, not significant'; it does not gate.", LARGE_REL_CHANGE * 100.0),
-                format!("tokens/s: CI of new/base − 1 by bootstrap over batches; regressed only if the whole CI is below −{:.0}% (the noise floor), improved if above +{:.0}%. With a single batch on either side (no CI) the point estimate must be beyond three times the floor.", opts.timing_noise * 100.0, opts.timing_noise * 100.0),
+                format!("tokens/s: each batch of a cell is one repeated measurement (the first is a warm-up and not timed). Regressed / improved only when the ratio of median batch throughputs is beyond the threshold — the larger of the noise floor (±{:.0}%) and either run's own spread (IQR / median) — and a Mann–Whitney U test finds the batches different at {:.0}%. Cells with fewer than {} timed batches on a side are not judged.", opts.timing_noise * 100.0, TIMING_ALPHA * 100.0, MIN_TIMED_BATCHES),
                 "Not comparable: the cell's task or model plugin version differs (figures shown, never gated). Exit code 4 when any row is regressed or a new failure.".into(),
             ],
         },
@@ -467,12 +469,6 @@ fn seed_of(unit: &str, metric: &str) -> u64 {
     h
 }
 
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
 /// Percentile bootstrap 95% CI of `stat(base indices, new indices)`. Paired: one index draw
 /// serves both sides (`nb == nn`). Non-finite statistics are dropped.
 fn bootstrap(
@@ -488,7 +484,7 @@ fn bootstrap(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut ib = vec![0usize; nb];
     let mut inn = vec![0usize; nn];
-    let mut stats = Vec::with_capacity(metrics::BOOTSTRAP_RESAMPLES);
+    let mut samples = Vec::with_capacity(metrics::BOOTSTRAP_RESAMPLES);
     for _ in 0..metrics::BOOTSTRAP_RESAMPLES {
         for x in ib.iter_mut() {
             *x = rng.random_range(0..nb);
@@ -502,20 +498,23 @@ fn bootstrap(
             stat(&ib, &inn)
         };
         if v.is_finite() {
-            stats.push(v);
+            samples.push(v);
         }
     }
-    if stats.len() < metrics::BOOTSTRAP_RESAMPLES / 2 {
+    if samples.len() < metrics::BOOTSTRAP_RESAMPLES / 2 {
         return None;
     }
-    stats.sort_by(f64::total_cmp);
-    Some((percentile(&stats, 0.025), percentile(&stats, 0.975)))
+    samples.sort_by(f64::total_cmp);
+    Some((
+        stats::quantile(&samples, 0.025),
+        stats::quantile(&samples, 0.975),
+    ))
 }
 
+/// Tokens separated by spaces (single digits would otherwise run together).
 fn tokens_string(t: &[u32]) -> String {
-    let compact = t.iter().all(|&x| x < 10);
     let parts: Vec<String> = t.iter().map(|x| x.to_string()).collect();
-    parts.join(if compact { "" } else { " " })
+    parts.join(" ")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -628,7 +627,7 @@ fn metric_rows(
                 ));
             }
             // Infinite in both runs: SER carries the comparison.
-            (None, None) => row.status = Status::Unchanged,
+            (None, None) => row.status = Status::Identical,
         }
         row.status_label = row.status.label();
         if !(b.ter.is_none() && n.ter.is_none()) {
@@ -711,78 +710,142 @@ fn metric_rows(
         row.status_label = row.status.label();
         out.push(row);
     }
-    // Throughput.
+    // Throughput: repeated measurements (timed batches) on each side, asv's rule, on the wall
+    // clock and, for work done on the CPU, on the worker's CPU clock too.
     if let (Some(bt), Some(nt)) = (b.tokens_per_second, n.tokens_per_second) {
-        let mut row = template("tokens/s", Better::Higher, 0);
-        row.base = Some(bt);
-        row.new = Some(nt);
-        row.delta = Some(nt - bt);
-        let rel = nt / bt - 1.0;
-        row.rel = Some(rel);
-        let batches = |rec: &CellRecord, samples: &[SampleRecord]| -> Vec<(f64, f64)> {
-            rec.batches
-                .iter()
-                .map(|bt| {
-                    let end = bt.first_index + bt.size as u64;
-                    let tokens: u64 = samples
-                        .iter()
-                        .filter(|s| s.index >= bt.first_index && s.index < end)
-                        .map(|s| s.generated_tokens)
-                        .sum();
-                    (tokens as f64, bt.wall_seconds)
-                })
-                .collect()
+        let mut wall = template("tokens/s", Better::Higher, 0);
+        wall.base = Some(bt);
+        wall.new = Some(nt);
+        let bsr: Vec<&SampleRecord> = bs.iter().collect();
+        let nsr: Vec<&SampleRecord> = ns.iter().collect();
+        let throughputs = |rec: &CellRecord, s: &[&SampleRecord], clock| {
+            metrics::batch_throughputs(rec, s, clock)
         };
-        let (bb, nb) = (batches(brec, bs), batches(nrec, ns));
-        let noise = opts.timing_noise;
-        row.paired = false;
-        row.method = format!(
-            "unpaired bootstrap over batches ({} vs {}), noise floor ±{:.0}%",
-            bb.len(),
-            nb.len(),
-            noise * 100.0
+        let (bw, nw) = (
+            throughputs(brec, &bsr, Clock::Wall),
+            throughputs(nrec, &nsr, Clock::Wall),
         );
-        if bb.len() >= 2 && nb.len() >= 2 {
-            let tput = |v: &[(f64, f64)], idx: &[usize]| -> f64 {
-                let (t, w) = idx
-                    .iter()
-                    .fold((0.0, 0.0), |a, &i| (a.0 + v[i].0, a.1 + v[i].1));
-                t / w
-            };
-            row.rel_ci = bootstrap(bb.len(), nb.len(), false, seed("tps"), |ib, inn| {
-                tput(&nb, inn) / tput(&bb, ib) - 1.0
-            });
-            row.ci = row.rel_ci.map(|(lo, hi)| (lo * bt, hi * bt));
+        judge_timing(&mut wall, &bw, &nw, opts.timing_noise, seed("tps"));
+        if cpu_bound(brec) && cpu_bound(nrec) {
+            let mut cpu = template("tokens/CPU-s", Better::Higher, 0);
+            let (bc, nc) = (
+                throughputs(brec, &bsr, Clock::Cpu),
+                throughputs(nrec, &nsr, Clock::Cpu),
+            );
+            judge_timing(&mut cpu, &bc, &nc, opts.timing_noise, seed("tpc"));
+            // A wall-clock change the CPU clock does not confirm is the machine (other processes
+            // on the cores), not the code: it is shown, never gated.
+            if matches!(wall.status, Status::Regressed | Status::Improved)
+                && !cpu.status.is_change()
+            {
+                wall.status = Status::ChangedNotSignificant;
+                wall.status_label = wall.status.label();
+                wall.note = Some(format!(
+                    "{}; the CPU time per token did not change ({}): the machine was busier or quieter, not the code slower — the tokens/CPU-s row decides",
+                    wall.note.as_deref().unwrap_or(""),
+                    cpu.status.label()
+                ));
+            }
+            out.push(wall);
+            out.push(cpu);
+        } else {
+            out.push(wall);
         }
-        row.status = match row.rel_ci {
-            Some((lo, hi)) => {
-                if hi < -noise {
-                    Status::Regressed
-                } else if lo > noise {
-                    Status::Improved
-                } else if rel.abs() > noise {
-                    Status::ChangedNotSignificant
-                } else {
-                    Status::WithinNoise
-                }
-            }
-            None => {
-                row.note = Some("one batch on a side: no CI; judged by the point estimate against three times the noise floor".into());
-                if nt / bt < 1.0 / (1.0 + 3.0 * noise) {
-                    Status::Regressed
-                } else if nt / bt > 1.0 + 3.0 * noise {
-                    Status::Improved
-                } else if rel.abs() > noise {
-                    Status::ChangedNotSignificant
-                } else {
-                    Status::WithinNoise
-                }
-            }
-        };
-        row.status_label = row.status.label();
-        out.push(row);
     }
     out
+}
+
+/// Whether a cell's work ran on the worker's CPU, so that its CPU clock measures it: the model
+/// says its device is `cpu`, and its timed batches spent at least a tenth of their wall time on
+/// the worker's CPU clock (a model that mostly waits — on a GPU, a server, a sleep — spends far
+/// less; a busy machine lowers the share, but not that far).
+fn cpu_bound(rec: &CellRecord) -> bool {
+    if rec.device.as_deref() != Some("cpu") {
+        return false;
+    }
+    let ratios: Vec<f64> = rec
+        .batches
+        .iter()
+        .skip(1)
+        .filter(|b| b.wall_seconds > 0.0)
+        .filter_map(|b| b.cpu_seconds.map(|c| c / b.wall_seconds))
+        .collect();
+    stats::quartiles(&ratios).is_some_and(|(median, _, _)| median >= 0.1)
+}
+
+/// Fewest timed batches per side for a timing to be judged at all.
+pub const MIN_TIMED_BATCHES: usize = 5;
+/// Significance level of the Mann–Whitney test on timed batches.
+const TIMING_ALPHA: f64 = 0.01;
+
+/// Judge a throughput row from the per-batch throughputs of both runs (warm-up excluded): the
+/// ratio of medians must pass a threshold — the larger of the noise floor and each run's own
+/// spread (interquartile range over median) — *and* the Mann–Whitney test must find the batches
+/// different at 1%. Fewer than [`MIN_TIMED_BATCHES`] timed batches on a side cannot be judged
+/// (never gates). Identical timings across reruns are not expected, so nothing here says
+/// "identical".
+fn judge_timing(row: &mut Row, base: &[f64], new: &[f64], floor: f64, seed: u64) {
+    let (Some((bm, bq1, bq3)), Some((nm, nq1, nq3))) =
+        (stats::quartiles(base), stats::quartiles(new))
+    else {
+        row.status = Status::WithinNoise;
+        row.status_label = row.status.label();
+        row.note = Some("no timed batch on a side".into());
+        return;
+    };
+    let rel = nm / bm - 1.0;
+    row.base = Some(bm);
+    row.new = Some(nm);
+    row.delta = Some(nm - bm);
+    row.rel = Some(rel);
+    row.paired = false;
+    let spread = ((bq3 - bq1) / bm).max((nq3 - nq1) / nm);
+    let threshold = floor.max(spread);
+    row.method = format!(
+        "median of {} vs {} timed batches (first batch = warm-up); Mann–Whitney U at {:.0}%; threshold ±{:.0}% = max(noise floor {:.0}%, spread {:.0}%)",
+        base.len(),
+        new.len(),
+        TIMING_ALPHA * 100.0,
+        threshold * 100.0,
+        floor * 100.0,
+        spread * 100.0
+    );
+    if base.len() >= 2 && new.len() >= 2 {
+        let median = |v: &[f64], idx: &[usize]| -> f64 {
+            let picked: Vec<f64> = idx.iter().map(|&i| v[i]).collect();
+            stats::quartiles(&picked).map_or(f64::NAN, |q| q.0)
+        };
+        row.rel_ci = bootstrap(base.len(), new.len(), false, seed, |ib, inn| {
+            median(new, inn) / median(base, ib) - 1.0
+        });
+        row.ci = row.rel_ci.map(|(lo, hi)| (lo * bm, hi * bm));
+    }
+    if base.len() < MIN_TIMED_BATCHES || new.len() < MIN_TIMED_BATCHES {
+        row.status = if rel.abs() > threshold {
+            Status::ChangedNotSignificant
+        } else {
+            Status::WithinNoise
+        };
+        row.note = Some(format!(
+            "fewer than {MIN_TIMED_BATCHES} timed batches on a side ({} vs {}): timing not judged; raise samples or lower batch_size for a timing you can gate on",
+            base.len(),
+            new.len()
+        ));
+    } else {
+        let p = stats::mann_whitney_p(base, new).unwrap_or(1.0);
+        let significant = p < TIMING_ALPHA;
+        row.status = if rel < -threshold && significant {
+            Status::Regressed
+        } else if rel > threshold && significant {
+            Status::Improved
+        } else if rel.abs() > threshold {
+            Status::ChangedNotSignificant
+        } else {
+            Status::WithinNoise
+        };
+        row.note = Some(format!("Mann–Whitney p = {p:.3}"));
+    }
+    row.status_label = row.status.label();
 }
 
 /// Set delta, relative delta, CI and status of a quality-like row.
@@ -792,7 +855,7 @@ fn judge(row: &mut Row, base: f64, new: f64, ci: Option<(f64, f64)>, identical: 
     row.rel = (base != 0.0).then(|| new / base - 1.0);
     row.ci = ci;
     if identical {
-        row.status = Status::Unchanged;
+        row.status = Status::Identical;
         return;
     }
     let better = row.better.unwrap_or(Better::Neither);

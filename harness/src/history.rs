@@ -20,6 +20,9 @@ const TPS_FLOOR: f64 = 0.10;
 const COMMIT_COLOR: &str = "#4e79a7";
 /// Colour of the plugin-version-change marker.
 const PLUGIN_COLOR: &str = "#f28e2b";
+/// Sparkline colours per metric: blues, greens and greys only, so that red means a change
+/// point and orange a plugin change, nothing else.
+const SPARK_COLORS: [&str; 5] = ["#4e79a7", "#59a14f", "#76b7b2", "#5a6b7d", "#9c755f"];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryRun {
@@ -141,7 +144,7 @@ pub fn build(root: &Path) -> Result<History> {
     let mut loaded: Vec<(PathBuf, Manifest, Vec<CellSummary>)> = Vec::new();
     let mut skipped = Vec::new();
     for dir in find_runs(root) {
-        let manifest = match RunDir::open(&dir).and_then(|d| d.read_manifest()) {
+        let manifest = match RunDir::open_read_only(&dir).and_then(|d| d.read_manifest()) {
             Ok(m) => m,
             Err(e) => {
                 skipped.push(format!("{}: {e:#}", dir.display()));
@@ -372,7 +375,7 @@ pub fn build(root: &Path) -> Result<History> {
                     changed: &changed,
                     markers: &markers,
                     tips: &tips,
-                    color: svg::PALETTE[mi],
+                    color: SPARK_COLORS[mi % SPARK_COLORS.len()],
                 }
                 .render()
             };

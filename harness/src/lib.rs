@@ -12,6 +12,7 @@ pub mod plugins;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod stats;
 pub mod suite;
 pub mod training;
 pub mod worker;

@@ -86,7 +86,7 @@ enum Cmd {
         /// Write the new run's figures in Bencher Metric Format here.
         #[arg(long)]
         bmf: Option<PathBuf>,
-        /// Keep only rows whose status is a change (not "within noise" or "unchanged").
+        /// Keep only rows whose status is a change (not "within noise" or "identical").
         #[arg(long)]
         only_changed: bool,
         /// Relative noise floor for timings (default 0.10 = ±10%).
@@ -190,7 +190,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             );
             if outcome.failed > 0 {
                 eprintln!(
-                    "some cells failed; see the report's \"Failed cells\" section and {}/logs",
+                    "some cells failed; see the report's \"Failed cells\" section and the cell logs in {}/work/",
                     outcome.dir.display()
                 );
                 return Ok(ExitCode::from(EXIT_CELLS_FAILED));

@@ -4,6 +4,7 @@
 //! `cells.jsonl`, so summaries can always be recomputed.
 
 use crate::results::{CellRecord, CellStatus, SampleRecord};
+use crate::stats::quantile;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -47,12 +48,6 @@ pub fn ter_bootstrap_ci(log_q: &[f64], lengths: &[usize], seed: u64) -> (f64, f6
     }
     stats.sort_by(f64::total_cmp);
     (quantile(&stats, 0.025), quantile(&stats, 0.975))
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
 /// Wilson score 95% interval for `k` successes in `n` trials.
@@ -137,21 +132,146 @@ pub struct CellSummary {
     /// Generated tokens per network call of a sample.
     pub tokens_per_forward: Option<f64>,
     pub wall_seconds: Option<f64>,
+    /// Median over the cell's timed batches of generated tokens / wall seconds (the first
+    /// batch is a warm-up and not timed when there are at least two); see [`batch_throughputs`].
     pub tokens_per_second: Option<f64>,
-    /// Throughput relative to the AR cell of the same task, length, seed and batch size.
+    /// First and third quartile of the per-batch throughputs: the run's own timing spread.
+    #[serde(default)]
+    pub tokens_per_second_iqr: Option<(f64, f64)>,
+    /// Batches whose timing counts (the repeated measurements behind `tokens_per_second`).
+    #[serde(default)]
+    pub timed_batches: usize,
+    /// Median over timed batches of generated tokens per CPU second of the worker process.
+    #[serde(default)]
+    pub tokens_per_cpu_second: Option<f64>,
+    /// Throughput relative to this cell's AR baseline (`speedup_baseline`).
     pub speedup: Option<f64>,
+    /// Key of the AR cell that speedups and verdicts of this cell are measured against.
     pub speedup_baseline: Option<String>,
+    /// Why that cell (or why none): the rule of [`resolve_baselines`] that chose it.
+    #[serde(default)]
+    pub baseline_rule: Option<String>,
     pub device: Option<String>,
+}
+
+/// Whether a cell decodes left to right with an MDM (one token per step).
+fn is_left_to_right(cell: &CellRecord) -> bool {
+    cell.cell
+        .sampler
+        .as_ref()
+        .is_some_and(|s| s.name == "left_to_right")
+}
+
+/// Whether a cell comes from an autoregressive model.
+fn is_ar_model_cell(cell: &CellRecord) -> bool {
+    cell.model_autoregressive || cell.cell.sampler.as_ref().is_some_and(|s| s.name == "ar")
+}
+
+fn model_of(c: &CellRecord) -> Option<&str> {
+    c.cell.model.as_ref().map(|m| m.name.as_str())
 }
 
 /// Whether a cell is an autoregressive reference for speedups.
 pub fn is_ar_cell(cell: &CellRecord) -> bool {
-    cell.model_autoregressive
-        || cell
-            .cell
-            .sampler
-            .as_ref()
-            .is_some_and(|s| s.name == "left_to_right" || s.name == "ar")
+    is_ar_model_cell(cell) || is_left_to_right(cell)
+}
+
+/// The AR baseline chosen for one cell: the index of the baseline cell (if any) and the rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    pub cell: Option<usize>,
+    pub rule: String,
+}
+
+/// Choose every cell's AR baseline, independent of the order of cells (and so of the order of
+/// models in the suite). For a diffusion cell of model `m` on (task, length, seed, batch size),
+/// among finished AR cells with the same four:
+/// 1. `baseline: b` on `m` in the suite: model `b`'s AR cell;
+/// 2. else `m`'s own left-to-right cell (the same denoiser decoding one token per step);
+/// 3. else the suite's autoregressive model, if there is exactly one; several are ambiguous
+///    and give no baseline (name one with `baseline:`).
+///
+/// AR cells themselves get no baseline unless the suite names one. Where a model has several
+/// AR cells in the same place (e.g. two left-to-right cells with different temperatures), the
+/// one with the smallest key is taken.
+pub fn resolve_baselines(cells: &[CellRecord]) -> Vec<Option<Baseline>> {
+    let same_place = |a: &CellRecord, b: &CellRecord| {
+        a.cell.task.name == b.cell.task.name
+            && a.cell.length == b.cell.length
+            && a.cell.seed == b.cell.seed
+            && a.cell.batch_size == b.cell.batch_size
+    };
+    // The candidate with the smallest key among `filter`.
+    let pick = |c: &CellRecord, filter: &dyn Fn(&CellRecord) -> bool| -> Option<usize> {
+        cells
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| {
+                b.status == CellStatus::Ok
+                    && !b.cell.is_reference()
+                    && b.unit != c.unit
+                    && same_place(b, c)
+                    && filter(b)
+            })
+            .min_by(|(_, x), (_, y)| x.key.cmp(&y.key))
+            .map(|(i, _)| i)
+    };
+    cells
+        .iter()
+        .map(|c| {
+            let model = c.cell.model.as_ref()?;
+            if let Some(named) = &model.baseline {
+                let found = pick(c, &|b| model_of(b) == Some(named.as_str()) && is_ar_cell(b));
+                return Some(Baseline {
+                    cell: found,
+                    rule: match found {
+                        Some(_) => format!("`baseline: {named}` in the suite"),
+                        None => format!(
+                            "`baseline: {named}` in the suite, but {named} has no finished AR cell with this task, length, seed and batch size"
+                        ),
+                    },
+                });
+            }
+            if is_ar_cell(c) {
+                return None;
+            }
+            if let Some(i) =
+                pick(c, &|b| model_of(b) == Some(model.name.as_str()) && is_left_to_right(b))
+            {
+                return Some(Baseline {
+                    cell: Some(i),
+                    rule: format!("{}'s own left-to-right decoding", model.name),
+                });
+            }
+            let mut ar_models: Vec<&str> = cells
+                .iter()
+                .filter(|b| {
+                    b.status == CellStatus::Ok && same_place(b, c) && is_ar_model_cell(b)
+                })
+                .filter_map(model_of)
+                .collect();
+            ar_models.sort_unstable();
+            ar_models.dedup();
+            Some(match ar_models.as_slice() {
+                [] => Baseline {
+                    cell: None,
+                    rule: "no left-to-right cell of this model and no AR model with this task, length, seed and batch size".into(),
+                },
+                [only] => Baseline {
+                    cell: pick(c, &|b| model_of(b) == Some(*only) && is_ar_model_cell(b)),
+                    rule: format!("the suite's AR model {only}"),
+                },
+                several => Baseline {
+                    cell: None,
+                    rule: format!(
+                        "ambiguous: several AR models ({}); name one with `baseline:` on model {}",
+                        several.join(", "),
+                        model.name
+                    ),
+                },
+            })
+        })
+        .collect()
 }
 
 /// Summaries of `cells` (in order) from their sample rows.
@@ -168,27 +288,12 @@ pub fn summarize(cells: &[CellRecord], samples: &[SampleRecord]) -> Vec<CellSumm
             summarize_cell(c, &rows)
         })
         .collect();
-    // Speedups against the first AR cell with the same task, length, seed and batch size.
-    let baselines: Vec<(usize, &CellRecord)> = cells
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.status == CellStatus::Ok && !c.cell.is_reference() && is_ar_cell(c))
-        .collect();
-    for (i, c) in cells.iter().enumerate() {
-        if c.cell.is_reference() {
-            continue;
-        }
-        let base = baselines.iter().find(|(_, b)| {
-            b.cell.task.name == c.cell.task.name
-                && b.cell.length == c.cell.length
-                && b.cell.seed == c.cell.seed
-                && b.cell.batch_size == c.cell.batch_size
-        });
-        if let Some(&(bi, b)) = base {
-            let tps = rows[i].tokens_per_second;
-            let base_tps = rows[bi].tokens_per_second;
-            rows[i].speedup_baseline = Some(b.key.clone());
-            rows[i].speedup = match (tps, base_tps) {
+    for (i, baseline) in resolve_baselines(cells).into_iter().enumerate() {
+        let Some(baseline) = baseline else { continue };
+        rows[i].baseline_rule = Some(baseline.rule);
+        if let Some(bi) = baseline.cell {
+            rows[i].speedup_baseline = Some(cells[bi].key.clone());
+            rows[i].speedup = match (rows[i].tokens_per_second, rows[bi].tokens_per_second) {
                 (Some(a), Some(b)) if b > 0.0 => Some(a / b),
                 _ => None,
             };
@@ -230,8 +335,12 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         tokens_per_forward: None,
         wall_seconds: None,
         tokens_per_second: None,
+        tokens_per_second_iqr: None,
+        timed_batches: 0,
+        tokens_per_cpu_second: None,
         speedup: None,
         speedup_baseline: None,
+        baseline_rule: None,
         device: c.device.clone(),
     };
     if c.status != CellStatus::Ok || rows.is_empty() {
@@ -268,9 +377,59 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         s.batch_nfe = Some(c.batches.iter().map(|b| b.nfe).sum());
         let wall: f64 = c.batches.iter().map(|b| b.wall_seconds).sum();
         s.wall_seconds = Some(wall);
-        s.tokens_per_second = (wall > 0.0).then(|| generated as f64 / wall);
+        let throughputs = batch_throughputs(c, rows, Clock::Wall);
+        s.timed_batches = throughputs.len();
+        if let Some((median, q1, q3)) = crate::stats::quartiles(&throughputs) {
+            s.tokens_per_second = Some(median);
+            s.tokens_per_second_iqr = Some((q1, q3));
+        }
+        s.tokens_per_cpu_second =
+            crate::stats::quartiles(&batch_throughputs(c, rows, Clock::Cpu)).map(|q| q.0);
     }
     s
+}
+
+/// Which clock a throughput is measured with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// Wall-clock seconds of the `generate` call: what a user waits.
+    Wall,
+    /// CPU seconds of the worker process (all threads) during the call: insensitive to other
+    /// processes competing for the cores, meaningless when the work runs on a GPU.
+    Cpu,
+}
+
+/// Generated tokens per second (of `clock`) of each timed batch of a cell: the repeated
+/// measurements its timing is judged by. Every batch of a cell does the same work (same model,
+/// sampler, steps, length and batch size), so batches are repeats; the first one also pays for
+/// warm-up (lazy initialisation, cold caches, page faults), so it is left out whenever another
+/// batch remains. Batches without a positive time on that clock are skipped.
+pub fn batch_throughputs(cell: &CellRecord, samples: &[&SampleRecord], clock: Clock) -> Vec<f64> {
+    let generated: HashMap<u64, u64> = samples
+        .iter()
+        .map(|s| (s.index, s.generated_tokens))
+        .collect();
+    let mut batches: Vec<_> = cell.batches.iter().collect();
+    batches.sort_by_key(|b| b.first_index);
+    let timed = if batches.len() >= 2 {
+        &batches[1..]
+    } else {
+        &batches[..]
+    };
+    timed
+        .iter()
+        .filter_map(|b| {
+            let seconds = match clock {
+                Clock::Wall => Some(b.wall_seconds),
+                Clock::Cpu => b.cpu_seconds,
+            }
+            .filter(|&s| s > 0.0)?;
+            let tokens: u64 = (b.first_index..b.first_index + b.size as u64)
+                .filter_map(|i| generated.get(&i))
+                .sum();
+            Some(tokens as f64 / seconds)
+        })
+        .collect()
 }
 
 /// A stable 64-bit seed from a unit id (hex).
@@ -281,6 +440,7 @@ fn seed_of(unit: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn ter_is_token_weighted_geometric_mean() {
@@ -314,6 +474,174 @@ mod tests {
         let t = ter(&lq.iter().map(|&x| Some(x)).collect::<Vec<_>>(), &lens).unwrap();
         assert!(lo < t && t < hi, "{lo} {t} {hi}");
         assert_eq!((lo, hi), ter_bootstrap_ci(&lq, &lens, 1));
+    }
+
+    /// A finished cell of `model` with `sampler` on task `t`, length 8, seed 0, batch 10.
+    fn cell(model: &str, sampler: &str, ar_model: bool, baseline: Option<&str>) -> CellRecord {
+        use crate::suite::{CellSpec, ComponentSpec, PluginRef};
+        let component = |name: &str| ComponentSpec {
+            name: name.to_string(),
+            plugin: PluginRef::Crate("p".into()),
+            component: "c".into(),
+            config: serde_json::Value::Null,
+            train: None,
+            baseline: None,
+        };
+        let spec = CellSpec {
+            task: component("t"),
+            model: Some(ComponentSpec {
+                baseline: baseline.map(str::to_string),
+                ..component(model)
+            }),
+            sampler: Some(dlm_plugin_api::SamplerSpec {
+                name: sampler.into(),
+                steps: 4,
+                schedule: None,
+                params: Default::default(),
+            }),
+            length: 8,
+            seed: 0,
+            n: 10,
+            batch_size: 10,
+            timeout_seconds: 60.0,
+        };
+        CellRecord {
+            unit: format!("{model}-{sampler}"),
+            key: spec.key(),
+            cell: spec,
+            status: CellStatus::Ok,
+            cause: None,
+            task_description: None,
+            task_plugin: None,
+            model_plugin: None,
+            model_autoregressive: ar_model,
+            batches: Vec::new(),
+            device: None,
+            worker_seconds: 0.0,
+            finished_at: String::new(),
+        }
+    }
+
+    /// Baseline keys by cell key, for comparing resolutions of differently ordered cells.
+    fn baselines_by_key(cells: &[CellRecord]) -> BTreeMap<String, (Option<String>, String)> {
+        resolve_baselines(cells)
+            .into_iter()
+            .zip(cells)
+            .filter_map(|(b, c)| {
+                b.map(|b| {
+                    (
+                        c.key.clone(),
+                        (b.cell.map(|i| cells[i].key.clone()), b.rule),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn baselines_follow_the_rules_whatever_the_order() {
+        let cells = vec![
+            cell("oracle", "ddpm_cache", false, None),
+            cell("oracle", "left_to_right", false, None),
+            cell("mdm", "ddpm_cache", false, None),
+            cell("ar", "ar", true, None),
+            cell("named", "ddpm_cache", false, Some("oracle")),
+        ];
+        let b = baselines_by_key(&cells);
+        let base = |k: &str| b[&cells.iter().find(|c| c.unit == k).unwrap().key].clone();
+        // 2: the oracle's own left-to-right cell, not the AR model.
+        assert_eq!(base("oracle-ddpm_cache").0, Some(cells[1].key.clone()));
+        assert!(base("oracle-ddpm_cache").1.contains("own left-to-right"));
+        // 3: an MDM without left-to-right gets the suite's only AR model.
+        assert_eq!(base("mdm-ddpm_cache").0, Some(cells[3].key.clone()));
+        assert!(base("mdm-ddpm_cache").1.contains("AR model ar"));
+        // 1: a named baseline wins.
+        assert_eq!(base("named-ddpm_cache").0, Some(cells[1].key.clone()));
+        // AR cells are no one's diffusion series and get no baseline of their own.
+        assert!(!b.contains_key(&cells[1].key) && !b.contains_key(&cells[3].key));
+        // Every permutation of the cells resolves the same way (the old rule took the first).
+        let mut reversed = cells.clone();
+        reversed.reverse();
+        assert_eq!(baselines_by_key(&reversed), b);
+        let mut rotated = cells.clone();
+        rotated.rotate_left(2);
+        assert_eq!(baselines_by_key(&rotated), b);
+    }
+
+    #[test]
+    fn several_ar_models_are_ambiguous_unless_one_is_named() {
+        let cells = vec![
+            cell("mdm", "ddpm_cache", false, None),
+            cell("ar-a", "ar", true, None),
+            cell("ar-b", "ar", true, None),
+            cell("picky", "ddpm_cache", false, Some("ar-b")),
+            cell("lost", "ddpm_cache", false, Some("nowhere")),
+        ];
+        let b = baselines_by_key(&cells);
+        let (cell0, rule0) = &b[&cells[0].key];
+        assert_eq!(*cell0, None);
+        assert!(
+            rule0.contains("ambiguous") && rule0.contains("ar-a, ar-b"),
+            "{rule0}"
+        );
+        assert_eq!(b[&cells[3].key].0, Some(cells[2].key.clone()));
+        assert_eq!(b[&cells[4].key].0, None);
+        // Speedups follow: none where there is no baseline.
+        let rows = summarize(&cells, &[]);
+        assert_eq!(rows[0].speedup_baseline, None);
+        assert!(rows[0]
+            .baseline_rule
+            .as_deref()
+            .unwrap()
+            .contains("ambiguous"));
+        assert_eq!(rows[3].speedup_baseline, Some(cells[2].key.clone()));
+    }
+
+    #[test]
+    fn warm_up_batch_is_not_timed_and_the_median_is_robust() {
+        let mut c = cell("m", "ddpm_cache", false, None);
+        // Four batches of 2 samples, 10 tokens each: 20 tokens per batch.
+        c.batches = [5.0, 1.0, 2.0, 1.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| crate::results::BatchRecord {
+                first_index: 2 * i as u64,
+                size: 2,
+                nfe: 1,
+                wall_seconds: w,
+                cpu_seconds: Some(w / 2.0),
+            })
+            .collect();
+        let samples: Vec<SampleRecord> = (0..8)
+            .map(|i| SampleRecord {
+                unit: c.unit.clone(),
+                key: c.key.clone(),
+                index: i,
+                tokens: vec![0; 10],
+                log_q: Some(-1.0),
+                in_support: true,
+                first_invalid: None,
+                invalid_transitions: 0,
+                extra: Default::default(),
+                nfe: 1,
+                generated_tokens: 10,
+            })
+            .collect();
+        let refs: Vec<&SampleRecord> = samples.iter().collect();
+        // The slow first batch (warm-up) is left out: 20/1, 20/2, 20/1.
+        assert_eq!(
+            batch_throughputs(&c, &refs, Clock::Wall),
+            vec![20.0, 10.0, 20.0]
+        );
+        assert_eq!(
+            batch_throughputs(&c, &refs, Clock::Cpu),
+            vec![40.0, 20.0, 40.0]
+        );
+        let s = summarize_cell(&c, &refs);
+        assert_eq!(s.tokens_per_second, Some(20.0));
+        assert_eq!(s.timed_batches, 3);
+        assert_eq!(s.tokens_per_second_iqr, Some((15.0, 20.0)));
+        assert_eq!(s.tokens_per_cpu_second, Some(40.0));
     }
 
     #[test]

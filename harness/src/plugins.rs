@@ -130,32 +130,58 @@ pub fn resolve(suite: &Suite, profile: &str) -> Result<BTreeMap<PluginRef, PathB
     } else {
         suite_dir
     };
-    let workspace = if needs_workspace {
-        Some(Workspace::find(&suite_dir)?)
-    } else {
-        None
-    };
-    let mut to_build = Vec::new();
+    // Crates resolve in the workspace around the suite file first, then in dlm-bench's own
+    // checkout, so a suite kept anywhere can still name the built-in plugins.
+    let mut workspaces: Vec<Workspace> = Vec::new();
+    let mut not_found: Vec<String> = Vec::new();
+    if needs_workspace {
+        for dir in [suite_dir.clone(), harness_checkout()] {
+            match Workspace::find(&dir) {
+                Ok(ws) if !workspaces.iter().any(|w| w.root == ws.root) => workspaces.push(ws),
+                Ok(_) => {}
+                Err(e) => not_found.push(format!("{e:#}")),
+            }
+        }
+    }
+    let mut to_build: Vec<Vec<String>> = vec![Vec::new(); workspaces.len()];
     for (r, span) in &refs {
         match r {
             PluginRef::Crate(name) => {
-                let ws = workspace.as_ref().expect("found above");
-                if !ws.plugin_crates.contains(name) {
+                let Some(wi) = workspaces
+                    .iter()
+                    .position(|w| w.plugin_crates.contains(name))
+                else {
+                    let searched = if workspaces.is_empty() {
+                        format!("no cargo workspace ({})", not_found.join("; "))
+                    } else {
+                        workspaces
+                            .iter()
+                            .map(|w| w.root.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(" and ")
+                    };
                     return Err(SuiteError::at(
                         &suite.source,
                         span,
                         format!(
-                            "no plugin crate `{name}` in the workspace at {}{}",
-                            ws.root.display(),
-                            did_you_mean(name, ws.plugin_crates.iter().map(String::as_str))
+                            "no plugin crate `{name}` in {searched}{}; a workspace crate is looked up in the workspace around the suite file, then in dlm-bench's own checkout — or name the built library by path instead, e.g. `plugin: path/to/{}{}{}` (relative to the suite file)",
+                            did_you_mean(
+                                name,
+                                workspaces
+                                    .iter()
+                                    .flat_map(|w| w.plugin_crates.iter().map(String::as_str))
+                            ),
+                            std::env::consts::DLL_PREFIX,
+                            name.replace('-', "_"),
+                            std::env::consts::DLL_SUFFIX
                         ),
                     )
                     .into());
+                };
+                if !to_build[wi].contains(name) {
+                    to_build[wi].push(name.clone());
                 }
-                if !to_build.contains(name) {
-                    to_build.push(name.clone());
-                }
-                out.insert((*r).clone(), ws.library_path(name, profile));
+                out.insert((*r).clone(), workspaces[wi].library_path(name, profile));
             }
             PluginRef::Path(p) => {
                 if !p.is_file() {
@@ -173,10 +199,16 @@ pub fn resolve(suite: &Suite, profile: &str) -> Result<BTreeMap<PluginRef, PathB
             }
         }
     }
-    if let Some(ws) = &workspace {
-        ws.build(&to_build, profile)?;
+    for (ws, crates) in workspaces.iter().zip(&to_build) {
+        ws.build(crates, profile)?;
     }
     Ok(out)
+}
+
+/// The checkout dlm-bench was built from (its workspace root), where the built-in plugin crates
+/// live. A binary moved away from its checkout simply finds nothing there.
+pub fn harness_checkout() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Ask a worker process to load a library and report its descriptor, so a plugin that crashes

@@ -117,6 +117,8 @@ pub struct TrainingRow {
     pub optimal_perplexity: Option<f64>,
     pub gap_percent: Option<f64>,
     pub checkpoint: Option<String>,
+    /// The checkpoint's file name (the full path is its hover text).
+    pub checkpoint_name: Option<String>,
 }
 
 fn training_rows(lines: &[crate::training::TrainLine]) -> Vec<TrainingRow> {
@@ -144,6 +146,11 @@ fn training_rows(lines: &[crate::training::TrainLine]) -> Vec<TrainingRow> {
                 optimal_perplexity: o.map(f64::exp),
                 gap_percent: v.zip(o).map(|(v, o)| ((v - o).exp() - 1.0) * 100.0),
                 checkpoint: r.map(|r| r.checkpoint.display().to_string()),
+                checkpoint_name: r.and_then(|r| {
+                    r.checkpoint
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                }),
             }
         })
         .collect()
@@ -258,6 +265,11 @@ pub struct Verdict {
     pub anchor: String,
     pub series: String,
     pub baseline: Option<String>,
+    pub baseline_unit: Option<String>,
+    /// `model · sampler` of the baseline cell.
+    pub baseline_label: Option<String>,
+    /// Why that baseline (or why none): see `metrics::resolve_baselines`.
+    pub baseline_rule: Option<String>,
     pub baseline_ter: Option<f64>,
     pub baseline_ser: Option<f64>,
     pub optimal_ter: Option<f64>,
@@ -456,11 +468,13 @@ pub fn build(
         // Verdicts.
         let mut verdict_lines = Vec::new();
         for (label, points) in &series {
+            // Every point of a series shares model, task, length, seed and batch size, and so
+            // its baseline (metrics::resolve_baselines).
             let first = points[0];
-            let baseline = ar
-                .iter()
-                .copied()
-                .find(|a| a.length == first.length && a.seed == first.seed);
+            let baseline = first
+                .speedup_baseline
+                .as_deref()
+                .and_then(|key| ar.iter().copied().find(|a| a.key == key));
             let v = verdict(
                 task,
                 label,
@@ -489,7 +503,6 @@ pub fn build(
                     let y = value(a)?;
                     let label = series_label(a, many_lengths, many_seeds);
                     Some(HLine {
-                        text_left: false,
                         y,
                         band: ci(a),
                         label: format!("AR {label}"),
@@ -503,7 +516,6 @@ pub fn build(
         let optimal_line = |lines: &mut Vec<HLine>| {
             if let Some(o) = optimal_ter {
                 lines.push(HLine {
-                    text_left: true,
                     y: o,
                     band: None,
                     label: "optimal TER (exact)".into(),
@@ -661,7 +673,6 @@ pub fn build(
         {
             let (s, _) = steps_series(&|r| r.speedup, &|_| None, "speedup ×", 2);
             let hl = vec![HLine {
-                text_left: false,
                 y: 1.0,
                 band: None,
                 label: "AR throughput".into(),
@@ -816,8 +827,6 @@ pub fn build(
         }
 
         // Sample sequences.
-        let vocab = description.map(|d| d.vocab_size);
-        let compact = vocab.is_some_and(|v| v <= 10);
         let samples_view: Vec<CellSamples> = ok
             .iter()
             .map(|r| {
@@ -845,10 +854,7 @@ pub fn build(
                     key: r.key.clone(),
                     unit: r.unit.clone(),
                     n: rows.len(),
-                    shown: chosen
-                        .into_iter()
-                        .map(|s| sample_view(s, compact))
-                        .collect(),
+                    shown: chosen.into_iter().map(sample_view).collect(),
                 }
             })
             .collect();
@@ -875,7 +881,7 @@ pub fn build(
             name: task.to_string(),
             anchor: format!("task-{}", anchor(task)),
             label: description.map(|d| d.label.clone()).unwrap_or_default(),
-            vocab_size: vocab,
+            vocab_size: description.map(|d| d.vocab_size),
             lengths,
             optimal_ter,
             support_log10_density: description.and_then(|d| d.support_log10_density),
@@ -928,10 +934,12 @@ pub fn anchor(s: &str) -> String {
         .collect()
 }
 
-fn sample_view(s: &SampleRecord, compact: bool) -> SampleView {
+/// A sample for display: tokens separated by spaces (single digits would otherwise run
+/// together), split around the first out-of-language token.
+fn sample_view(s: &SampleRecord) -> SampleView {
     let join = |toks: &[u32]| -> String {
         let parts: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
-        parts.join(if compact { "" } else { " " })
+        parts.join(" ")
     };
     let (before, bad, after) = match s.first_invalid {
         Some(i) if i < s.tokens.len() => (
@@ -941,22 +949,19 @@ fn sample_view(s: &SampleRecord, compact: bool) -> SampleView {
         ),
         _ => (join(&s.tokens), String::new(), String::new()),
     };
-    let sep = |text: String| {
-        if !compact && !text.is_empty() {
-            format!(" {text}")
-        } else {
-            text
-        }
-    };
     SampleView {
         index: s.index,
-        before: if !compact && !bad.is_empty() && !before.is_empty() {
+        before: if !bad.is_empty() && !before.is_empty() {
             format!("{before} ")
         } else {
             before
         },
+        after: if after.is_empty() {
+            after
+        } else {
+            format!(" {after}")
+        },
         bad,
-        after: sep(after),
         log_q: s.log_q,
         in_support: s.in_support,
         first_invalid: s.first_invalid,
@@ -1006,12 +1011,18 @@ fn verdict(
     let at = |steps: Option<usize>| points.iter().find(|r| r.steps == steps && steps.is_some());
     let matched = at(both);
     let fewest = points[0];
-    let against = match baseline {
-        Some(b) => {
+    let rule = points[0].baseline_rule.clone();
+    let against = match (baseline, &rule) {
+        (Some(b), Some(rule)) => {
+            let l = series_label(b, qualify_baseline, qualify_baseline);
+            format!("AR ({l}; {rule})")
+        }
+        (Some(b), None) => {
             let l = series_label(b, qualify_baseline, qualify_baseline);
             format!("AR ({l})")
         }
-        None => "the exact optimum (no AR cell)".to_string(),
+        (None, Some(rule)) => format!("the exact optimum (no AR baseline: {rule})"),
+        (None, None) => "the exact optimum (no AR cell)".to_string(),
     };
     let steps_word = |s: usize| {
         if s == 1 {
@@ -1113,6 +1124,10 @@ fn verdict(
         anchor: format!("task-{}", anchor(task)),
         series: label.to_string(),
         baseline: baseline.map(|b| b.key.clone()),
+        baseline_unit: baseline.map(|b| b.unit.clone()),
+        baseline_label: baseline
+            .map(|b| format!("{} · {}", b.model, b.sampler.as_deref().unwrap_or("?"))),
+        baseline_rule: rule,
         baseline_ter: baseline.and_then(|b| b.ter),
         baseline_ser: baseline.and_then(|b| b.ser),
         optimal_ter,
@@ -1194,15 +1209,13 @@ pub mod svg {
     /// A horizontal reference line, optionally with a shaded band (its CI).
     #[derive(Debug, Clone)]
     pub struct HLine {
-        /// Draw `text` at the left end instead of the right end.
-        pub text_left: bool,
         pub y: f64,
         pub band: Option<(f64, f64)>,
         /// Hover text.
         pub label: String,
         pub color: String,
         pub dash: &'static str,
-        /// Short text drawn at the line's right end.
+        /// Short text drawn in the right margin, level with the line.
         pub text: String,
     }
 
@@ -1238,10 +1251,14 @@ pub mod svg {
     /// A data range `(min, max)`.
     type Range = (f64, f64);
 
+    /// 440 px: three plots side by side in the page's 1420 px column.
     const W: f64 = 440.0;
     const H: f64 = 290.0;
-    const ML: f64 = 56.0;
-    const MR: f64 = 16.0;
+    const ML: f64 = 52.0;
+    /// The right margin holds the reference lines' labels, outside the data.
+    const MR: f64 = 78.0;
+    /// Vertical room one reference-line label needs (font 9.5 px).
+    const LABEL_GAP: f64 = 11.0;
     const MT: f64 = 26.0;
     const MB: f64 = 42.0;
 
@@ -1439,7 +1456,8 @@ pub mod svg {
                 s,
                 r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
             );
-            // Reference lines.
+            // Reference lines (their labels go in the right margin, after the data).
+            let mut labels: Vec<(f64, &HLine)> = Vec::new();
             for h in &self.hlines {
                 if !valid(self.y_scale, h.y) {
                     continue;
@@ -1458,17 +1476,31 @@ pub mod svg {
                 let y = py(h.y);
                 let _ = write!(
                     s,
-                    r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="{d}"><title>{t}</title></line><text x="{tx:.1}" y="{ty:.1}" font-size="9.5" text-anchor="{anchor}" fill="{c}" stroke="#fff" stroke-width="2.5" paint-order="stroke">{text}</text>"##,
+                    r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="{d}"><title>{t}</title></line>"##,
                     r = ML + pw,
                     c = esc(&h.color),
                     d = h.dash,
                     t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
-                    tx = if h.text_left { ML + 3.0 } else { ML + pw - 3.0 },
-                    anchor = if h.text_left { "start" } else { "end" },
-                    ty = y - 3.0,
+                );
+                labels.push((cy(h.y), h));
+            }
+            s.push_str("</svg>");
+            for (y, line_y, h) in spread_labels(&labels, MT + 4.0, MT + ph) {
+                let (x0, x1) = (ML + pw, ML + pw + 4.0);
+                let _ = write!(
+                    s,
+                    r##"<path d="M{x0:.1},{line_y:.1} L{x1:.1},{y:.1}" stroke="{c}" stroke-width="1" fill="none"/><text class="hlabel" x="{tx:.1}" y="{ty:.1}" font-size="9.5" fill="{c}"><title>{t}</title>{text}</text>"##,
+                    c = esc(&h.color),
+                    tx = x1 + 2.0,
+                    ty = y + 3.3,
+                    t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
                     text = esc(&h.text)
                 );
             }
+            let _ = write!(
+                s,
+                r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
+            );
             // Frontier: halos around the cells no other cell beats in both cost and quality.
             if let Some(rule) = self.frontier {
                 let pts: Vec<(f64, f64)> = self
@@ -1642,6 +1674,34 @@ pub mod svg {
             };
             (range(&xs), range(&ys))
         }
+    }
+
+    /// Place labels at their lines' heights, pushed apart to at least [`LABEL_GAP`] and kept
+    /// within `top..=bottom`: `(label y, line y, line)`, sorted top to bottom.
+    fn spread_labels<'a>(
+        labels: &[(f64, &'a HLine)],
+        top: f64,
+        bottom: f64,
+    ) -> Vec<(f64, f64, &'a HLine)> {
+        let mut placed: Vec<(f64, f64, &HLine)> = labels
+            .iter()
+            .map(|&(y, h)| (y.clamp(top, bottom), y, h))
+            .collect();
+        placed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for i in 1..placed.len() {
+            placed[i].0 = placed[i].0.max(placed[i - 1].0 + LABEL_GAP);
+        }
+        // Too low at the end: shift the tail back up, keeping the gaps.
+        if let Some(last) = placed.last().map(|p| p.0) {
+            if last > bottom {
+                let mut limit = bottom;
+                for p in placed.iter_mut().rev() {
+                    p.0 = p.0.min(limit);
+                    limit = p.0 - LABEL_GAP;
+                }
+            }
+        }
+        placed
     }
 
     /// The points (sorted by x) that no other point beats in both x (lower is better) and y.

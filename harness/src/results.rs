@@ -126,6 +126,9 @@ pub struct BatchRecord {
     pub size: usize,
     pub nfe: u64,
     pub wall_seconds: f64,
+    /// CPU seconds the worker process spent in the call (all threads); absent in old runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
 }
 
 /// One line of `cells.jsonl`.
@@ -149,9 +152,17 @@ pub struct CellRecord {
     pub finished_at: String,
 }
 
-/// A run directory.
+/// The lock file that marks a run directory as in use by one process.
+pub const LOCK: &str = "run.lock";
+
+/// A run directory. Opened for writing ([`RunDir::create`], [`RunDir::open`]) it holds an
+/// exclusive advisory lock on `run.lock` for its whole life, so two processes never append to
+/// (or rewrite) the same files; the kernel drops the lock when its holder dies, so a killed run
+/// never leaves a stale lock behind. Opened read-only it takes no lock and never rewrites.
 pub struct RunDir {
     pub path: PathBuf,
+    /// `Some` while this process holds the directory's lock.
+    lock: Option<File>,
 }
 
 impl RunDir {
@@ -165,9 +176,18 @@ impl RunDir {
         }
         std::fs::create_dir_all(path.join("work"))
             .with_context(|| format!("cannot create run directory {}", path.display()))?;
-        std::fs::create_dir_all(path.join("logs"))?;
+        let lock = lock_dir(path)?;
+        if path.join(MANIFEST).exists() {
+            // Another process created the run between our check and our lock.
+            anyhow::bail!(
+                "{} already holds a run; continue it with `--resume {}` or choose another `--out`",
+                path.display(),
+                path.display()
+            );
+        }
         Ok(RunDir {
             path: path.to_owned(),
+            lock: Some(lock),
         })
     }
 
@@ -179,9 +199,26 @@ impl RunDir {
             );
         }
         std::fs::create_dir_all(path.join("work"))?;
-        std::fs::create_dir_all(path.join("logs"))?;
+        let lock = lock_dir(path)?;
         Ok(RunDir {
             path: path.to_owned(),
+            lock: Some(lock),
+        })
+    }
+
+    /// Open a run directory to read it (compare, history): no lock, and [`Self::load_consistent`]
+    /// filters unfinished cells in memory without rewriting anything, so reading a run that is
+    /// still going is safe.
+    pub fn open_read_only(path: &Path) -> Result<RunDir> {
+        if !path.join(MANIFEST).exists() {
+            anyhow::bail!(
+                "{} is not a dlm-bench run directory (no {MANIFEST}); pass the directory a previous `dlm-bench run` wrote",
+                path.display()
+            );
+        }
+        Ok(RunDir {
+            path: path.to_owned(),
+            lock: None,
         })
     }
 
@@ -214,8 +251,12 @@ impl RunDir {
         append_synced(&self.file(CELLS), &line)
     }
 
-    /// Read the results, dropping torn lines and samples of cells that never finished, and
-    /// rewrite the files if anything was dropped. Returns the latest record of every cell and
+    /// Read the results, dropping torn lines, samples of cells that never finished, and cells
+    /// whose `ok` line exists but whose samples are incomplete (a crash can tear the last sample
+    /// row after an earlier attempt's cell line, or a file can be truncated): such a cell is
+    /// not finished, so it is dropped and redone on `--resume`. When this process holds the
+    /// lock and anything was dropped, both files are rewritten (new file, then rename, so a
+    /// crash mid-rewrite keeps the old file whole). Returns the latest record of every cell and
     /// the samples of the `ok` ones.
     pub fn load_consistent(&self) -> Result<(Vec<CellRecord>, Vec<SampleRecord>)> {
         let (cell_lines, torn_cells) = read_jsonl::<CellRecord>(&self.file(CELLS))?;
@@ -226,30 +267,91 @@ impl RunDir {
         }
         let mut cells: Vec<(usize, CellRecord)> = latest.into_values().collect();
         cells.sort_by_key(|(i, _)| *i);
-        let cells: Vec<CellRecord> = cells.into_iter().map(|(_, c)| c).collect();
-        let ok: HashSet<&str> = cells
-            .iter()
-            .filter(|c| c.status == CellStatus::Ok)
-            .map(|c| c.unit.as_str())
-            .collect();
+        let mut cells: Vec<CellRecord> = cells.into_iter().map(|(_, c)| c).collect();
         let (sample_lines, torn_samples) = read_jsonl::<SampleRecord>(&self.file(SAMPLES))?;
         let total = sample_lines.len();
+        // Distinct sample indices below `n` per unit: an `ok` cell is finished only with all.
+        let mut seen = HashSet::new();
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        let n_of: BTreeMap<&str, usize> =
+            cells.iter().map(|c| (c.unit.as_str(), c.cell.n)).collect();
+        for s in &sample_lines {
+            if let Some(&n) = n_of.get(s.unit.as_str()) {
+                if (s.index as usize) < n && seen.insert((s.unit.as_str(), s.index)) {
+                    *count.entry(s.unit.as_str()).or_default() += 1;
+                }
+            }
+        }
+        let incomplete: HashSet<String> = cells
+            .iter()
+            .filter(|c| {
+                c.status == CellStatus::Ok
+                    && count.get(c.unit.as_str()).copied().unwrap_or(0) != c.cell.n
+            })
+            .map(|c| c.unit.clone())
+            .collect();
+        let cells_before = cells.len();
+        cells.retain(|c| !incomplete.contains(&c.unit));
+        let ok: HashSet<String> = cells
+            .iter()
+            .filter(|c| c.status == CellStatus::Ok)
+            .map(|c| c.unit.clone())
+            .collect();
         let mut seen = HashSet::new();
         let samples: Vec<SampleRecord> = sample_lines
             .into_iter()
-            .filter(|s| ok.contains(s.unit.as_str()) && seen.insert((s.unit.clone(), s.index)))
+            .filter(|s| ok.contains(&s.unit) && seen.insert((s.unit.clone(), s.index)))
             .collect();
-        if torn_cells || torn_samples || samples.len() != total {
+        if torn_cells || torn_samples || samples.len() != total || cells.len() != cells_before {
             tracing::warn!(
-                "run directory {} had {} unfinished or torn sample rows; dropping them (their cells will be redone)",
+                "run directory {} had {} unfinished or torn sample rows and {} incomplete cells; dropping them (those cells will be redone on --resume)",
                 self.path.display(),
-                total - samples.len() + usize::from(torn_samples)
+                total - samples.len() + usize::from(torn_samples),
+                incomplete.len()
             );
-            rewrite_jsonl(&self.file(SAMPLES), &samples)?;
-            rewrite_jsonl(&self.file(CELLS), &cells)?;
+            if self.lock.is_some() {
+                rewrite_jsonl(&self.file(SAMPLES), &samples)?;
+                rewrite_jsonl(&self.file(CELLS), &cells)?;
+            }
         }
         Ok((cells, samples))
     }
+}
+
+/// Take the run directory's exclusive lock, or say which process holds it. The lock is an
+/// advisory `flock` on `run.lock`: it dies with its holder, so no stale lock survives a crash.
+fn lock_dir(path: &Path) -> Result<File> {
+    let lock_path = path.join(LOCK);
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&lock_path).unwrap_or_default();
+            let holder = holder.trim();
+            anyhow::bail!(
+                "run directory {} is in use by {} (another dlm-bench run, --resume or report); wait for it to finish or choose another --out",
+                path.display(),
+                if holder.is_empty() {
+                    "another process".to_string()
+                } else {
+                    format!("PID {holder}")
+                }
+            );
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()))
+        }
+    }
+    file.set_len(0)?;
+    write!(file, "{}", std::process::id())?;
+    file.sync_data()?;
+    Ok(file)
 }
 
 fn append_synced(path: &Path, bytes: &[u8]) -> Result<()> {

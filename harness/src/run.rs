@@ -202,10 +202,15 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
+            let checkout = plugins::harness_checkout();
             let manifest = Manifest {
                 dlm_bench_version: env!("CARGO_PKG_VERSION").to_string(),
-                git_commit: command_output("git", &["rev-parse", "HEAD"], suite_dir),
-                git_dirty: command_output("git", &["status", "--porcelain"], suite_dir)
+                // The commit of the harness's own checkout (what measured), else of the
+                // suite's folder.
+                git_commit: command_output("git", &["rev-parse", "HEAD"], &checkout)
+                    .or_else(|| command_output("git", &["rev-parse", "HEAD"], suite_dir)),
+                git_dirty: command_output("git", &["status", "--porcelain"], &checkout)
+                    .or_else(|| command_output("git", &["status", "--porcelain"], suite_dir))
                     .map(|s| !s.is_empty()),
                 suite_name: suite.name.clone(),
                 suite_path: suite.source.path.clone(),
@@ -283,6 +288,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         &opts.checkpoints,
         Some(&dir),
         &bars,
+        suite.memory_limit,
     )?;
 
     let (mut ok, mut failed) = (0, 0);
@@ -324,7 +330,10 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                     &job,
                     &dir.path.join("work"),
                     &unit,
-                    Duration::from_secs_f64(cell.timeout_seconds),
+                    worker::Limits::new(
+                        Duration::from_secs_f64(cell.timeout_seconds),
+                        suite.memory_limit,
+                    ),
                     |phase, done, total, _| {
                         sample_bar.set_prefix(phase.to_string());
                         sample_bar.set_length(total as u64);
@@ -457,8 +466,15 @@ pub fn train_only(
         );
     }
     let bars = MultiProgress::new();
-    let mut results =
-        training::ensure_trained(&units, &libraries, &descriptors, checkpoints, None, &bars)?;
+    let mut results = training::ensure_trained(
+        &units,
+        &libraries,
+        &descriptors,
+        checkpoints,
+        None,
+        &bars,
+        suite.memory_limit,
+    )?;
     Ok(units
         .iter()
         .map(|u| {

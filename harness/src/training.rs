@@ -11,7 +11,7 @@
 //! corrupt or mismatched checkpoint is refused with a message naming the file.
 
 use crate::results::{read_jsonl, write_atomic, RunDir};
-use crate::suite::{hex, CellSpec, PluginRef, TrainSpec};
+use crate::suite::{hex, CellSpec, MemoryLimit, PluginRef, TrainSpec};
 use crate::worker::{self, Job, Outcome, TrainOutput, TrainUnit};
 use anyhow::{Context, Result};
 use dlm_plugin_api::{PluginDescriptor, TrainedCheckpoint};
@@ -59,6 +59,15 @@ impl TrainRecord {
         self.output.validation.last().map(|v| v.nll_per_token)
     }
 
+    /// The task's exact NLL per token of the same held-out sequences the validation NLL is
+    /// measured on (`output.reference_nll_per_token`): the reference of
+    /// [`Self::final_validation`], free of the sampling error of a finite held-out set that the
+    /// entropy rate (`optimal_nll_per_token`) carries. `None` in records older than the field or
+    /// for tasks without an exact `log q`.
+    pub fn reference_nll(&self) -> Option<f64> {
+        self.output.reference_nll_per_token
+    }
+
     /// `exp(validation NLL)`: the model's perplexity per token (a bound for an MDM), directly
     /// comparable with the task's optimal TER `exp(H/L)`.
     pub fn validation_perplexity(&self) -> Option<f64> {
@@ -85,13 +94,22 @@ impl TrainRecord {
                 "validation NLL"
             };
             s.push_str(&format!("; {what} {v:.4} nats/token"));
-            if let Some(o) = self.optimal_nll_per_token {
+            // Against the true model's NLL of the same held-out sequences where known, else
+            // against the entropy rate (which a finite held-out set can fall below).
+            let (reference, of) = match self.reference_nll() {
+                Some(r) => (Some(r), "the task's NLL of the same held-out sequences"),
+                None => (self.optimal_nll_per_token, "the entropy rate"),
+            };
+            if let Some(o) = reference {
                 s.push_str(&format!(
-                    " vs optimum {o:.4} (perplexity {:.4} vs {:.4}, {:+.2}%)",
+                    " vs optimum {o:.4} ({of}; perplexity {:.4} vs {:.4}, {:+.2}%)",
                     v.exp(),
                     o.exp(),
                     ((v - o).exp() - 1.0) * 100.0
                 ));
+            }
+            if let (Some(_), Some(h)) = (self.reference_nll(), self.optimal_nll_per_token) {
+                s.push_str(&format!("; entropy rate {h:.4}"));
             }
         }
         s
@@ -188,6 +206,7 @@ pub fn ensure_trained(
     cache_dir: &Path,
     run: Option<&RunDir>,
     bars: &MultiProgress,
+    memory_limit: MemoryLimit,
 ) -> Result<BTreeMap<String, std::result::Result<TrainRecord, String>>> {
     let mut results = BTreeMap::new();
     if units.is_empty() {
@@ -258,7 +277,7 @@ pub fn ensure_trained(
             &job,
             &scratch,
             &stem,
-            Duration::from_secs_f64(spec.timeout_seconds),
+            worker::Limits::new(Duration::from_secs_f64(spec.timeout_seconds), memory_limit),
             |_, done, total, message| {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);

@@ -597,8 +597,10 @@ fn run_cell(
                     first_index: first as u64,
                     prompts: None,
                 };
+                let cpu_before = process_cpu_seconds();
                 let (reply, tokens): (GenerateReply, _) =
                     call(&model, method::MODEL_GENERATE, &request, &[])?;
+                let cpu_seconds = process_cpu_seconds() - cpu_before;
                 let seqs = TokenBatch {
                     lengths: reply.lengths.clone(),
                 }
@@ -617,6 +619,7 @@ fn run_cell(
                     size,
                     nfe: reply.batch_nfe,
                     wall_seconds: reply.wall_seconds,
+                    cpu_seconds: Some(cpu_seconds),
                 });
                 device = Some(reply.device.clone());
                 sequences.extend(seqs);
@@ -665,6 +668,14 @@ fn run_cell(
         batches,
         device,
     })
+}
+
+/// CPU time of the whole worker process (every thread of the plugin), in seconds. Unlike wall
+/// time it hardly moves when other processes compete for the cores, which is what lets
+/// `compare` tell a slower machine from slower code.
+fn process_cpu_seconds() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 /// Model outputs are untrusted: check count, length and vocabulary before scoring.
