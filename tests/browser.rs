@@ -414,6 +414,9 @@ fn report_comparison_and_history_render_in_headless_chromium() {
         "report-small has failing cells by design\n{}",
         text(&r)
     );
+    add_training_line(&report_run);
+    let r = must_run(&["report", report_run.to_str().unwrap()], &[]);
+    assert!(r.status.success(), "{}", text(&r));
     let (a, b) = (runs.join("a"), runs.join("b"));
     let r = must_run(
         &[
@@ -524,6 +527,55 @@ fn report_comparison_and_history_render_in_headless_chromium() {
     }
 }
 
+/// Give the report run a training table (as a run with `train:` would have), with a checkpoint
+/// path as long as a real cache's, without training anything here.
+fn add_training_line(run: &Path) {
+    let cell: Value = serde_json::from_str(
+        std::fs::read_to_string(run.join("cells.jsonl"))
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("\"status\":\"ok\"") && l.contains("\"task_description\":{"))
+            .unwrap(),
+    )
+    .unwrap();
+    let checkpoint = format!(
+        "{}/reports/checkpoints/mdm-tiny--2gram-ser--L64--{}.ckpt",
+        run.display(),
+        "0123456789abcdef".repeat(4)
+    );
+    let line = json!({
+        "key": "mdm-tiny/bigram-ser/L12",
+        "reused": false,
+        "cause": null,
+        "record": {
+            "key": "mdm-tiny/bigram-ser/L12",
+            "cache_id": "0123456789abcdef",
+            "checkpoint": checkpoint,
+            "model": "mdm-tiny",
+            "task": "bigram-ser",
+            "length": 12,
+            "train": {"steps": 600, "batch_size": 32, "seed": 0, "validation_every": 100,
+                      "validation_samples": 256, "timeout_seconds": 3600.0, "options": {"lr": 0.003}},
+            "output": {
+                "fingerprint": "f",
+                "task_description": cell["task_description"],
+                "task_plugin": cell["task_plugin"],
+                "model_plugin": {"name": "dlm-neural", "version": "0.2.0"},
+                "steps": 600, "tokens": 230400, "wall_seconds": 27.5, "tokens_per_second": 8378.0,
+                "final_loss": 0.95, "losses": [2.1, 0.95],
+                "validation": [{"step": 600, "nll_per_token": 0.9328}],
+                "bound": true,
+                "reference_nll_per_token": 0.9011
+            },
+            "optimal_nll_per_token": 0.9030,
+            "trained_at": "2026-11-24T00:00:00Z"
+        }
+    });
+    // The line must be what the harness reads (a changed format fails here, not silently).
+    let _: dlm_bench::training::TrainLine = serde_json::from_value(line.clone()).unwrap();
+    std::fs::write(run.join("training.jsonl"), format!("{line}\n")).unwrap();
+}
+
 /// Layout of the report, measured on the rendered page (element boxes, not by eye): reference
 /// line labels sit outside the plotted data and never overlap each other; sample sequences show
 /// separated tokens; nothing is wider than the 1400 px viewport (the training table's checkpoint
@@ -575,6 +627,11 @@ fn check_report_layout(browser: &mut Browser) {
     assert!(
         m["page"].as_f64().unwrap() <= view,
         "the page is wider than the viewport: {m}"
+    );
+    assert_eq!(
+        m["ckpt"].as_array().unwrap().len(),
+        1,
+        "the training table is there: {m}"
     );
     for right in m["ckpt"].as_array().unwrap() {
         assert!(

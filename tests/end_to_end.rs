@@ -27,6 +27,15 @@ fn tiny_suite_runs_end_to_end_with_exact_metrics() {
     let s = summary(&dir);
     assert_eq!(s.len(), 10);
     assert!(s.iter().all(|c| c["status"] == "ok"));
+    // One place for cell logs (work/), and no empty files: a clean run leaves no log at all.
+    assert!(!dir.join("logs").exists(), "no separate logs/ folder");
+    for entry in walk(&dir) {
+        assert!(
+            std::fs::metadata(&entry).unwrap().len() > 0,
+            "empty file {}",
+            entry.display()
+        );
+    }
 
     for task in ["bigram-ter", "bigram-ser"] {
         // Ground-truth samples: SER exactly 0, and the exact optimal TER inside the TER CI.
@@ -239,4 +248,18 @@ fn a_suite_outside_the_repository_uses_the_harness_checkout() {
     );
     assert!(err.contains("did you mean `dlm-formal`"), "{err}");
     assert!(err.contains("name the built library by path"), "{err}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

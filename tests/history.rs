@@ -109,4 +109,8 @@ fn history_marks_the_run_where_quality_changed_and_the_commit_change() {
     assert!(page.contains("outside the previous run&#x27;s 95% CI"));
     assert!(page.contains("new commit"));
     assert!(page.contains("#d62728"), "changed points are drawn in red");
+    // Red means a change and nothing else: no sparkline is drawn in a red or pink series colour.
+    for red in ["#e15759", "#ff9da7", "#f28e2b\" stroke-width=\"1.5\""] {
+        assert!(!page.contains(red), "a sparkline uses {red}");
+    }
 }

@@ -1015,6 +1015,10 @@ pub fn run_job(
         let _ = std::fs::remove_file(&job_path);
         let _ = std::fs::remove_file(&events_path);
     }
+    // A log the plugin wrote nothing to says nothing: keep only logs with content.
+    if std::fs::metadata(&log_path).is_ok_and(|m| m.len() == 0) {
+        let _ = std::fs::remove_file(&log_path);
+    }
     Ok(outcome)
 }
 
