@@ -23,8 +23,9 @@ pub const DESCRIPTOR_SYMBOL: &[u8] = b"DLM_BENCH_PLUGIN_DESCRIPTOR_V1\0";
 /// Magic bytes at the start of every descriptor.
 pub const MAGIC: [u8; 8] = *b"DLMBENCH";
 
-/// Bit flags for [`RawDescriptor::kinds`].
+/// Bit flag for [`RawDescriptor::kinds`]: the plugin provides at least one task.
 pub const KIND_TASK: u32 = 1;
+/// Bit flag for [`RawDescriptor::kinds`]: the plugin provides at least one model.
 pub const KIND_MODEL: u32 = 2;
 
 /// Plain data exported as a static by every plugin. Only fixed-size fields: reading it runs no
@@ -32,8 +33,11 @@ pub const KIND_MODEL: u32 = 2;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct RawDescriptor {
+    /// Always [`MAGIC`]; anything else means the symbol is not a dlm-bench descriptor.
     pub magic: [u8; 8],
+    /// Major number of the plugin API the plugin was built against ([`ApiVersion::major`]).
     pub api_major: u32,
+    /// Minor number of the plugin API the plugin was built against ([`ApiVersion::minor`]).
     pub api_minor: u32,
     /// Plugin name, NUL-padded UTF-8.
     pub name: [u8; 64],
@@ -56,14 +60,17 @@ impl RawDescriptor {
         }
     }
 
+    /// The plugin name, up to the first NUL (invalid UTF-8 is replaced, never an error).
     pub fn name(&self) -> String {
         unfixed(&self.name)
     }
 
+    /// The plugin version, up to the first NUL (invalid UTF-8 is replaced, never an error).
     pub fn version(&self) -> String {
         unfixed(&self.version)
     }
 
+    /// The plugin API version the plugin was built against.
     pub fn api_version(&self) -> ApiVersion {
         ApiVersion {
             major: self.api_major,
@@ -95,7 +102,10 @@ fn unfixed(bytes: &[u8]) -> String {
 #[repr(C)]
 #[derive(StableAbi)]
 pub struct CallReply {
+    /// The method's JSON reply (one of the reply types in [`crate::protocol`]).
     pub json: RString,
+    /// Token ids that travel beside the JSON, concatenated; the JSON says how to split them
+    /// (e.g. [`crate::protocol::GenerateReply::lengths`]). Empty when the method returns none.
     pub tokens: RVec<u32>,
 }
 
@@ -134,6 +144,9 @@ impl RootModule for PluginModuleRef {
 
 /// An open task or model inside a plugin.
 pub trait PluginInstance: Send {
+    /// Answer one method (a name from [`crate::protocol::method`]) given its JSON request and
+    /// the token buffer that travels beside it; return the JSON reply and its token buffer, or
+    /// an error message for the user. An unknown method name must be an error, not a panic.
     fn call(
         &mut self,
         method: &str,
@@ -350,30 +363,60 @@ pub const EXPORTED_HEADER_NAME: &str = "_1as_0lib_1header_0root_bmodule_bloader"
 /// Why a plugin library could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The dynamic loader could not open the file (missing, not a library, unresolved symbols).
     #[error("cannot open plugin library {path}: {reason}")]
-    Open { path: PathBuf, reason: String },
-    #[error("{path} is not a dlm-bench plugin: it exports no `DLM_BENCH_PLUGIN_DESCRIPTOR_V1` (build it with dlm_sdk::export_plugin!)")]
-    NoDescriptor { path: PathBuf },
-    #[error("{path} has a corrupt dlm-bench descriptor (bad magic bytes); rebuild the plugin")]
-    BadMagic { path: PathBuf },
-    #[error("plugin `{name}` {version} at {path} was built against plugin API {plugin_api}, but this dlm-bench speaks plugin API {host_api}; rebuild the plugin against dlm-plugin-api {host_api}")]
-    ApiMismatch {
+    Open {
+        /// The library path as given.
         path: PathBuf,
-        name: String,
-        version: String,
-        plugin_api: ApiVersion,
-        host_api: ApiVersion,
-    },
-    #[error("plugin `{name}` at {path} failed the ABI layout check: {reason}")]
-    Abi {
-        path: PathBuf,
-        name: String,
+        /// The dynamic loader's message.
         reason: String,
     },
+    /// The library exports no descriptor static: it was not built with `export_plugin!`.
+    #[error("{path} is not a dlm-bench plugin: it exports no `DLM_BENCH_PLUGIN_DESCRIPTOR_V1` (build it with dlm_sdk::export_plugin!)")]
+    NoDescriptor {
+        /// The library path as given.
+        path: PathBuf,
+    },
+    /// The descriptor static does not start with [`MAGIC`].
+    #[error("{path} has a corrupt dlm-bench descriptor (bad magic bytes); rebuild the plugin")]
+    BadMagic {
+        /// The library path as given.
+        path: PathBuf,
+    },
+    /// The plugin was built against a plugin API this host does not accept
+    /// ([`ApiVersion::accepts`]); detected from the descriptor alone, no plugin code ran.
+    #[error("plugin `{name}` {version} at {path} was built against plugin API {plugin_api}, but this dlm-bench speaks plugin API {host_api}; rebuild the plugin against dlm-plugin-api {host_api}")]
+    ApiMismatch {
+        /// The library path as given.
+        path: PathBuf,
+        /// Plugin name from the descriptor.
+        name: String,
+        /// Plugin version from the descriptor.
+        version: String,
+        /// The API version the plugin was built against.
+        plugin_api: ApiVersion,
+        /// The API version of this host ([`API_VERSION`]).
+        host_api: ApiVersion,
+    },
+    /// abi_stable's type-layout check of the root module failed (the plugin linked an
+    /// incompatible `dlm-plugin-api` despite a matching version number).
+    #[error("plugin `{name}` at {path} failed the ABI layout check: {reason}")]
+    Abi {
+        /// The library path as given.
+        path: PathBuf,
+        /// Plugin name from the descriptor.
+        name: String,
+        /// abi_stable's message.
+        reason: String,
+    },
+    /// `describe` failed, returned invalid JSON, or named a plugin other than its descriptor.
     #[error("plugin `{name}` at {path}: {reason}")]
     Describe {
+        /// The library path as given.
         path: PathBuf,
+        /// Plugin name from the descriptor.
         name: String,
+        /// What went wrong.
         reason: String,
     },
 }
@@ -382,8 +425,11 @@ pub enum LoadError {
 #[derive(Debug, thiserror::Error)]
 #[error("plugin `{plugin}`: {method}: {message}")]
 pub struct CallError {
+    /// Name of the plugin that was called.
     pub plugin: String,
+    /// The method (e.g. `model.generate`, or `open model `mdm`` for an `open`).
     pub method: String,
+    /// The plugin's error message, or the panic message after `plugin panicked in …`.
     pub message: String,
 }
 
@@ -391,8 +437,11 @@ pub struct CallError {
 /// thread-local destructors is unsound), so this is `Copy`-cheap to share.
 #[derive(Clone)]
 pub struct LoadedPlugin {
+    /// The library path it was loaded from.
     pub path: PathBuf,
+    /// The descriptor static, read before any plugin code ran.
     pub raw: RawDescriptor,
+    /// What the plugin's `describe` returned; its name equals `raw`'s.
     pub descriptor: PluginDescriptor,
     module: PluginModuleRef,
 }
@@ -485,6 +534,7 @@ impl LoadedPlugin {
         })
     }
 
+    /// The plugin's name (from its descriptor).
     pub fn name(&self) -> &str {
         &self.descriptor.name
     }
@@ -545,6 +595,7 @@ impl Instance {
         }
     }
 
+    /// Name of the plugin this instance belongs to.
     pub fn plugin(&self) -> &str {
         &self.plugin
     }

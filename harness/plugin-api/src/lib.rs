@@ -2,9 +2,9 @@
 //!
 //! A plugin is a `cdylib` that exports two things:
 //!
-//! 1. a plain `#[repr(C)]` static, [`RawDescriptor`], that the host reads **before calling any
-//!    plugin code**: magic bytes, descriptor layout, plugin-API version, plugin name and version,
-//!    and which kinds of component (task, model) it provides;
+//! 1. a plain `#[repr(C)]` static, [`RawDescriptor`](abi::RawDescriptor), that the host reads
+//!    **before calling any plugin code**: magic bytes, descriptor layout, plugin-API version,
+//!    plugin name and version, and which kinds of component (task, model) it provides;
 //! 2. an `abi_stable` root module ([`abi::PluginModuleRef`]) with four coarse functions —
 //!    `describe`, `open`, `call`, `close` — that carry only plain data: JSON text and token ids.
 //!
@@ -12,6 +12,8 @@
 //! for another FFI layer without touching plugins or the harness. The typed protocol both sides
 //! speak over JSON is in [`protocol`]; plugin authors normally use the `dlm-sdk` crate, which
 //! implements [`PluginImpl`] for them.
+
+#![warn(missing_docs)]
 
 pub mod abi;
 pub mod protocol;
@@ -27,7 +29,10 @@ pub const API_VERSION: ApiVersion = ApiVersion { major: 1, minor: 1 };
 /// `major.minor` version of the plugin API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ApiVersion {
+    /// Incremented for breaking changes; host and plugin must agree on it exactly.
     pub major: u32,
+    /// Incremented for compatible additions (a new optional method or field); a host accepts
+    /// plugins whose minor version is no greater than its own.
     pub minor: u32,
 }
 

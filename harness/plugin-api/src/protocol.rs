@@ -34,11 +34,14 @@ pub mod method {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ComponentKind {
+    /// A task: ground-truth samples (`task.sample_reference`) and scoring (`task.score`).
     Task,
+    /// A model: generation (`model.generate`), and optionally training and likelihoods.
     Model,
 }
 
 impl ComponentKind {
+    /// `"task"` or `"model"`, as in JSON and in error messages.
     pub fn as_str(self) -> &'static str {
         match self {
             ComponentKind::Task => "task",
@@ -50,14 +53,21 @@ impl ComponentKind {
 /// What `describe` returns: the plugin and every component it provides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PluginDescriptor {
+    /// Plugin name, e.g. `dlm-formal`; must equal the name in the descriptor static (by
+    /// convention the crate name). Suites and run manifests refer to plugins by it.
     pub name: String,
+    /// Plugin version (by convention the crate version); recorded in every run's manifest, and
+    /// a changed version makes `--resume` refuse to mix results.
     pub version: String,
     /// API version the plugin was built against, `major.minor`.
     pub api_version: String,
+    /// One line for `dlm-bench list`.
     #[serde(default)]
     pub description: String,
+    /// Tasks the plugin provides (names unique among its tasks).
     #[serde(default)]
     pub tasks: Vec<ComponentInfo>,
+    /// Models the plugin provides (names unique among its models).
     #[serde(default)]
     pub models: Vec<ComponentInfo>,
     /// Compute device the plugin's models run on by default (e.g. `cpu`).
@@ -66,6 +76,7 @@ pub struct PluginDescriptor {
 }
 
 impl PluginDescriptor {
+    /// The task or model called `name`, if the plugin provides it.
     pub fn component(&self, kind: ComponentKind, name: &str) -> Option<&ComponentInfo> {
         let list = match kind {
             ComponentKind::Task => &self.tasks,
@@ -78,7 +89,9 @@ impl PluginDescriptor {
 /// One task or model a plugin provides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComponentInfo {
+    /// Name used in suites (`task:` / `model:`) and in `open`.
     pub name: String,
+    /// One line for `dlm-bench list`.
     #[serde(default)]
     pub description: String,
     /// Optional capabilities, e.g. `train`, `loglikelihood`, `time_conditioned`, `oracle`,
@@ -91,6 +104,7 @@ pub struct ComponentInfo {
 }
 
 impl ComponentInfo {
+    /// Whether the component declares `capability` (see [`ComponentInfo::capabilities`]).
     pub fn has(&self, capability: &str) -> bool {
         self.capabilities.iter().any(|c| c == capability)
     }
@@ -109,8 +123,11 @@ impl ComponentInfo {
 /// vocabulary).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelOpenConfig {
+    /// The model's own configuration from the suite (`config:` of the model entry), as JSON;
+    /// `null` when the suite gives none.
     #[serde(default)]
     pub config: Value,
+    /// The task the model will generate for, with its description at the cell's length.
     pub task: TaskBinding,
     /// Present when the harness opens the model to train it (capability `train`): the model
     /// then answers `model.train_step`, `model.evaluate` and `model.save`.
@@ -143,6 +160,7 @@ pub struct TrainSettings {
 /// A checkpoint written by `model.save` that a later `open` should load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainedCheckpoint {
+    /// Path of the checkpoint file in the harness's checkpoint cache.
     pub path: String,
     /// The fingerprint `model.save` returned; the plugin refuses a file that does not match.
     pub fingerprint: String,
@@ -153,6 +171,7 @@ pub struct TrainedCheckpoint {
 pub struct TrainStepRequest {
     /// 0-based optimiser step.
     pub step: usize,
+    /// Length of each sequence of the batch, in token-buffer order (as in [`TokenBatch`]).
     pub lengths: Vec<usize>,
 }
 
@@ -179,6 +198,8 @@ pub struct EvaluateReply {
 /// `model.save` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SaveRequest {
+    /// Where to write the checkpoint; the harness renames it into the cache on success, so the
+    /// plugin writes exactly this path and nothing else.
     pub path: String,
 }
 
@@ -196,14 +217,18 @@ pub struct TaskBinding {
     pub plugin: String,
     /// Task component name inside that plugin.
     pub task: String,
+    /// The task's configuration from the suite, as JSON.
     #[serde(default)]
     pub config: Value,
+    /// What the task said about itself (`task.describe`) at the cell's length: vocabulary,
+    /// mask id, entropy, …
     pub description: TaskDescription,
 }
 
 /// `task.describe` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DescribeTaskRequest {
+    /// Sequence length in tokens the task is asked about.
     pub length: usize,
 }
 
@@ -216,12 +241,14 @@ pub struct TaskDescription {
     pub vocab_size: usize,
     /// Id of the mask token models should use (conventionally `vocab_size`).
     pub mask_id: u32,
+    /// Sequence length in tokens this description is for.
     pub length: usize,
     /// Entropy of the whole sequence distribution in nats, when known.
     pub entropy_nats: Option<f64>,
     /// Whether `entropy_nats` is exact (otherwise a Monte Carlo estimate with `entropy_std_error`).
     #[serde(default)]
     pub entropy_exact: bool,
+    /// Standard error of `entropy_nats` in nats when it is a Monte Carlo estimate; 0 when exact.
     #[serde(default)]
     pub entropy_std_error: f64,
     /// `exp(entropy_nats / length)`: the best token error rate any model can reach.
@@ -231,13 +258,63 @@ pub struct TaskDescription {
     /// Task-specific facts (parameters, variant, …) for the report.
     #[serde(default)]
     pub details: Value,
+    /// Metrics this task adds to the built-in ones (TER, SER, NFE, …). Each sample's value is
+    /// `SampleScore::extra[name]`; the harness aggregates it per cell (with a 95% CI) and shows
+    /// it in `summary.json`, the report, `compare` and `history` without knowing the task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricDecl>,
+}
+
+/// A metric a task declares (see [`TaskDescription::metrics`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricDecl {
+    /// Key in `SampleScore::extra` and in the summary, e.g. `accuracy_strict`.
+    pub name: String,
+    /// Human label, e.g. `accuracy (strict)`.
+    pub label: String,
+    /// How per-sample values combine into the cell's figure.
+    pub kind: MetricKind,
+    /// Which direction is better (`compare` gates on the worse one).
+    pub better: Better,
+    /// Digits shown after the decimal point.
+    #[serde(default = "default_digits")]
+    pub digits: usize,
+}
+
+fn default_digits() -> usize {
+    3
+}
+
+/// How a metric's per-sample values combine into a cell's figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricKind {
+    /// Per-sample `true`/`false` (or 1/0): the share of `true`, with a Wilson 95% CI.
+    Rate,
+    /// Per-sample numbers: the mean, with a bootstrap 95% CI over samples.
+    Mean,
+}
+
+/// Which direction of a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// Smaller values are better (error rates, costs).
+    Lower,
+    /// Larger values are better (accuracy, throughput).
+    Higher,
+    /// Informational: changes are reported, never gated.
+    Neither,
 }
 
 /// `task.sample_reference` request: `n` ground-truth sequences.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleReferenceRequest {
+    /// Number of sequences to draw.
     pub n: usize,
+    /// Tokens per sequence.
     pub length: usize,
+    /// Seed of the random streams; with `first_index` it fixes every sequence.
     pub seed: u64,
     /// Global index of the first sequence; sequence `i` depends only on `(seed, first_index + i)`.
     #[serde(default)]
@@ -247,6 +324,7 @@ pub struct SampleReferenceRequest {
 /// Shape of a batch of sequences whose tokens travel in the token buffer, concatenated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TokenBatch {
+    /// Length of each sequence, in buffer order; the buffer holds `lengths.iter().sum()` ids.
     pub lengths: Vec<usize>,
 }
 
@@ -300,6 +378,7 @@ pub struct SampleScore {
 /// `task.score` reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoreReply {
+    /// One score per sequence of the request, in the same order.
     pub scores: Vec<SampleScore>,
 }
 
@@ -307,11 +386,17 @@ pub struct ScoreReply {
 /// sequence (across all blocks); see the SDK's sampler docs for each sampler's exact meaning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplerSpec {
+    /// Sampler name, one the model lists in [`ComponentInfo::samplers`] (e.g. `ddpm_cache`).
     pub name: String,
+    /// Total denoising steps over the whole sequence, all blocks included; each sampler
+    /// documents exactly what a step is (`ar` and `left_to_right` decode one token per step, so
+    /// for them it must equal the length).
     pub steps: usize,
     /// Noise schedule (`loglinear` by default).
     #[serde(default)]
     pub schedule: Option<String>,
+    /// Sampler-specific parameters from the suite's `params:` (e.g. `block_length`,
+    /// `temperature`); the SDK's samplers refuse names they do not know.
     #[serde(default)]
     pub params: BTreeMap<String, Value>,
 }
@@ -333,9 +418,13 @@ impl SamplerSpec {
 /// `model.generate` request: `batch_size` sequences of `length` tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerateRequest {
+    /// Number of sequences to generate in this call.
     pub batch_size: usize,
+    /// Tokens per sequence (including any prompt).
     pub length: usize,
+    /// Which sampler to run, with how many steps.
     pub sampler: SamplerSpec,
+    /// Seed of the per-sample random streams (see `first_index`).
     pub seed: u64,
     /// Global index of the first sample; sample `i` draws from its own random stream
     /// `(seed, first_index + i)`, so outputs do not depend on batch size or sharding.
@@ -359,7 +448,10 @@ pub struct SampleStats {
 /// `model.generate` reply; the tokens travel in the token buffer (`batch_size × length`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GenerateReply {
+    /// Length of each generated sequence, in token-buffer order (`batch_size` entries, each
+    /// `length`); the harness refuses a reply whose shape differs from the request.
     pub lengths: Vec<usize>,
+    /// Statistics per sample, in the same order.
     pub samples: Vec<SampleStats>,
     /// Network calls made for the whole batch.
     pub batch_nfe: u64,

@@ -19,6 +19,9 @@
 //! dlm_sdk::export_plugin!(MyPlugin);
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod sampler;
 
 /// The README's plugin example, compiled and run as a doctest so it stays true.
@@ -53,6 +56,7 @@ impl From<serde_json::Error> for PluginError {
     }
 }
 
+/// The SDK's result type: errors are [`PluginError`]s, whose message reaches the user.
 pub type Result<T, E = PluginError> = std::result::Result<T, E>;
 
 /// The network a model author implements: one forward pass of the denoiser.
@@ -90,9 +94,16 @@ pub trait Denoiser: Send {
 
 /// A task: ground truth, reference samples and scoring.
 pub trait Task: Send {
+    /// What the task is at sequence length `length` (tokens): vocabulary and mask id, exact
+    /// entropy in nats and the optimal TER when known, and any task-specific metrics it adds.
+    /// Refuse a length the task cannot serve with an error that says which lengths it can.
     fn describe(&mut self, length: usize) -> Result<TaskDescription>;
     /// `request.n` ground-truth sequences; sequence `i` depends only on `(seed, first_index + i)`.
     fn sample_reference(&mut self, request: &SampleReferenceRequest) -> Result<Vec<Vec<u32>>>;
+    /// Score sequences under the ground truth: exactly one [`SampleScore`] per sequence, in
+    /// order. Sequences come from models and may be anything of the described length over
+    /// `0..vocab_size` (the harness has already refused out-of-vocabulary ids); a sequence
+    /// outside the support is a score (`in_support: false`, `log_q: None`), not an error.
     fn score(&mut self, sequences: &[Vec<u32>]) -> Result<Vec<SampleScore>>;
 }
 
@@ -102,6 +113,11 @@ pub trait Task: Send {
 /// [`ModelOpenConfig::train`] set; that instance answers the three training methods below
 /// (the harness draws the data and drives the loop) and is not asked to generate.
 pub trait Model: Send {
+    /// Generate `request.batch_size` sequences of `request.length` tokens with
+    /// `request.sampler`, and the reply's statistics (per-sample and batch NFE, wall-clock
+    /// seconds measured after [`Denoiser::synchronize`], device). Sample `i` must draw only
+    /// from its own random stream [`sampler::sample_rng`]`(seed, first_index + i)`, so tokens
+    /// do not depend on batching. The reply's `lengths` are filled in by the SDK.
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)>;
 
     /// One optimiser step on `batch` (real tokens only, every sequence of the task's length).
@@ -128,10 +144,12 @@ pub trait Model: Send {
 
 /// Turns any [`Denoiser`] into a [`Model`] using the shared samplers.
 pub struct DenoiserModel<D: Denoiser> {
+    /// The wrapped network; every `generate` runs a shared sampler over it.
     pub denoiser: D,
 }
 
 impl<D: Denoiser> DenoiserModel<D> {
+    /// Wrap `denoiser`; it answers every sampler in [`sampler::SAMPLERS`].
     pub fn new(denoiser: D) -> Self {
         DenoiserModel { denoiser }
     }
@@ -159,24 +177,41 @@ pub fn denoiser_component(name: &str, description: &str, time_conditioned: bool)
 
 /// What a plugin provides. Implement this and call [`export_plugin!`].
 pub trait Plugin: 'static {
+    /// Plugin name, by convention the crate name (e.g. `dlm-formal`); at most 64 bytes (the
+    /// descriptor static's field). Suites and run manifests refer to the plugin by it.
     const NAME: &'static str;
+    /// Plugin version, by convention `env!("CARGO_PKG_VERSION")`; at most 32 bytes. Recorded
+    /// in every run's manifest; bump it when outputs change, since `--resume` refuses a run
+    /// whose plugin versions changed.
     const VERSION: &'static str;
+    /// One line for `dlm-bench list`.
     const DESCRIPTION: &'static str = "";
+    /// Whether [`Plugin::tasks`] is non-empty (the `KIND_TASK` bit of the descriptor static,
+    /// which must be known at compile time).
     const HAS_TASKS: bool = false;
+    /// Whether [`Plugin::models`] is non-empty (the `KIND_MODEL` bit of the descriptor static).
     const HAS_MODELS: bool = false;
 
+    /// The tasks this plugin provides, with their descriptions and capabilities.
     fn tasks() -> Vec<ComponentInfo> {
         Vec::new()
     }
+    /// The models this plugin provides; a denoiser-based model usually uses
+    /// [`denoiser_component`], which lists every SDK sampler.
     fn models() -> Vec<ComponentInfo> {
         Vec::new()
     }
+    /// Open the task `name` with the suite's `config:` for it (`null` when none is given).
+    /// Validate the config here and say what is wrong: the message reaches the user verbatim.
     fn open_task(name: &str, _config: serde_json::Value) -> Result<Box<dyn Task>> {
         Err(PluginError(format!(
             "plugin `{}` provides no task `{name}`",
             Self::NAME
         )))
     }
+    /// Open the model `name`: its own config, the task it will serve (vocabulary, mask id,
+    /// length), and `train` or `checkpoint` settings when the harness trains it or loads what
+    /// it trained (see [`ModelOpenConfig`]).
     fn open_model(name: &str, _open: ModelOpenConfig) -> Result<Box<dyn Model>> {
         Err(PluginError(format!(
             "plugin `{}` provides no model `{name}`",

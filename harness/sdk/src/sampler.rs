@@ -109,12 +109,17 @@ pub fn categorical<R: Rng + ?Sized>(weights: &[f64], rng: &mut R) -> Result<usiz
 /// A noise schedule as the clean-token probability `α(t)`, `α(0) = 1`, `α(1) ≈ 0`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Schedule {
+    /// `loglinear` (the default): `α(t) = 1 − t`.
     LogLinear,
+    /// `linear` (MDLM's linear σ): `α(t) = exp(−(σmin + t(σmax − σmin)))`, σ from 1e-4 to 20.
     Linear,
+    /// `cosine`: `α(t) = cos(πt/2)`.
     Cosine,
 }
 
 impl Schedule {
+    /// The schedule called `name` (`None` means `loglinear`); an unknown name is an error
+    /// listing the known ones.
     pub fn parse(name: Option<&str>) -> Result<Schedule> {
         match name.unwrap_or("loglinear") {
             "loglinear" => Ok(Schedule::LogLinear),
@@ -126,6 +131,7 @@ impl Schedule {
         }
     }
 
+    /// Probability `α(t)` that a position is still clean at diffusion time `t ∈ [0, 1]`.
     pub fn alpha(self, t: f64) -> f64 {
         const SIGMA_MIN: f64 = 1e-4;
         const SIGMA_MAX: f64 = 20.0;
@@ -775,17 +781,26 @@ impl<D: Denoiser + ?Sized> Run<'_, D> {
 /// Because only the new tokens are passed, a model can keep a KV cache and make each call cost
 /// O(prefix) instead of re-running the whole prefix.
 pub trait Autoregressive: Send {
+    /// Number of real tokens; `next` writes `vocab_size()` probabilities per row.
     fn vocab_size(&self) -> usize;
+    /// Device label recorded with every timing, e.g. `cpu` or `cuda:0`.
     fn device(&self) -> String {
         "cpu".to_string()
     }
+    /// Start a batch of `batch` sequences of `length` tokens: drop any cache of the previous
+    /// batch. Exactly `length` calls of `next` follow.
     fn begin(&mut self, batch: usize, length: usize) -> Result<()>;
+    /// Append `appended` (one token per row; `None` on the first call, before any token) and
+    /// write into `out` (`batch × vocab_size()`) each row's distribution over the next token:
+    /// finite, non-negative, with positive mass (it need not be normalised).
     fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()>;
+    /// Block until queued device work is done, so timings are honest. CPU models need nothing.
     fn synchronize(&mut self) {}
 }
 
 /// Turns an [`Autoregressive`] model into a [`crate::Model`] with the `ar` sampler.
 pub struct AutoregressiveModel<A: Autoregressive> {
+    /// The wrapped model; every `generate` runs [`generate_ar`] over it.
     pub model: A,
 }
 
