@@ -17,6 +17,7 @@
 //! The exit code is [`EXIT_REGRESSION`] when any row regressed or newly failed.
 
 use crate::metrics::{self, CellSummary, Clock};
+use crate::registry::{self, Aggregate};
 use crate::report::{self, fmt_num};
 use crate::results::{write_atomic, CellRecord, CellStatus, Manifest, RunDir, SampleRecord};
 use crate::stats;
@@ -35,8 +36,10 @@ pub const DEFAULT_TIMING_NOISE: f64 = 0.10;
 
 /// Smallest relative TER / NFE change that counts, even when significant.
 const MIN_REL_CHANGE: f64 = 0.005;
-/// Smallest absolute SER change that counts, even when significant.
-const MIN_ABS_SER_CHANGE: f64 = 0.005;
+/// Smallest absolute change of a rate (SER, accuracy…) that counts, even when significant.
+const MIN_ABS_RATE_CHANGE: f64 = 0.005;
+/// A rate change at least this large that is not significant is `changed_not_significant`.
+const LARGE_ABS_RATE_CHANGE: f64 = 0.05;
 /// A change larger than this (relative; SER: absolute 0.05) that is not significant is flagged
 /// as `changed_not_significant` (asv's `~`) instead of hiding in "within noise".
 const LARGE_REL_CHANGE: f64 = 0.10;
@@ -97,15 +100,7 @@ impl Status {
     ];
 }
 
-/// Which direction of a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Lower,
-    Higher,
-    /// Informational (e.g. unigram entropy): changes are reported, never gated.
-    Neither,
-}
+pub use crate::registry::Better;
 
 /// A sample whose membership in the language flipped from in to out.
 #[derive(Debug, Clone, Serialize)]
@@ -410,11 +405,11 @@ pub fn compare(base: &RunData, new: &RunData, opts: &Options) -> Comparison {
             bootstrap_resamples: metrics::BOOTSTRAP_RESAMPLES,
             timing_noise: opts.timing_noise,
             min_rel_change: MIN_REL_CHANGE,
-            min_abs_ser_change: MIN_ABS_SER_CHANGE,
+            min_abs_ser_change: MIN_ABS_RATE_CHANGE,
             large_rel_change: LARGE_REL_CHANGE,
             text: vec![
                 "TER, SER, NFE and unigram entropy: 95% CI of new − base by bootstrap over sequences, paired per sample (same unit and sample index) when the cell's unit is unchanged, unpaired otherwise.".into(),
-                format!("Regressed / improved: the CI excludes 0 on the worse / better side and the change is at least {:.1}% (SER: {} absolute). Identical samples: identical (never \"within noise\").", MIN_REL_CHANGE * 100.0, MIN_ABS_SER_CHANGE),
+                format!("Regressed / improved: the CI excludes 0 on the worse / better side and the change is at least {:.1}% (SER: {} absolute). Identical samples: identical (never \"within noise\").", MIN_REL_CHANGE * 100.0, MIN_ABS_RATE_CHANGE),
                 format!("A change of more than {:.0}% (SER: 0.05) whose CI includes 0 is '~ large, not significant'; it does not gate.", LARGE_REL_CHANGE * 100.0),
                 format!("tokens/s: each batch of a cell is one repeated measurement (the first is a warm-up and not timed). Regressed / improved only when the ratio of median batch throughputs is beyond the threshold — the larger of the noise floor (±{:.0}%) and either run's own spread (IQR / median) — and a Mann–Whitney U test finds the batches different at {:.0}%. Cells with fewer than {} timed batches on a side are not judged.", opts.timing_noise * 100.0, TIMING_ALPHA * 100.0, MIN_TIMED_BATCHES),
                 "Not comparable: the cell's task or model plugin version differs (figures shown, never gated). Exit code 4 when any row is regressed or a new failure.".into(),
@@ -606,7 +601,15 @@ fn metric_rows(
                         ter_of(&nv, inn) - ter_of(&bv, ib)
                     })
                 };
-                judge(&mut row, bt, nt, ci, identical, MIN_REL_CHANGE * bt.abs());
+                judge(
+                    &mut row,
+                    bt,
+                    nt,
+                    ci,
+                    identical,
+                    MIN_REL_CHANGE * bt.abs(),
+                    false,
+                );
             }
             (Some(bt), None) => {
                 row.new = Some(f64::INFINITY);
@@ -634,79 +637,65 @@ fn metric_rows(
             out.push(row);
         }
     }
-    // SER, paired difference of indicators.
+    // Every per-sample metric of the registry (SER, NFE, unigram entropy and whatever the task
+    // declares): the difference of means, paired per sample when the unit is the same.
+    let defs = registry::for_cells(&[brec.clone(), nrec.clone()]);
+    for def in defs
+        .iter()
+        .filter(|d| matches!(d.aggregate, Aggregate::Rate | Aggregate::Mean))
     {
-        let mut row = template("SER", Better::Lower, 3);
-        if let (Some(bt), Some(nt)) = (b.ser, n.ser) {
-            row.base = Some(bt);
-            row.new = Some(nt);
-            let err = |s: &SampleRecord| if s.in_support { 0.0 } else { 1.0 };
-            let identical = paired
-                && bv
-                    .iter()
-                    .zip(&nv)
-                    .all(|(x, y)| x.in_support == y.in_support);
-            let ci = if identical {
-                Some((0.0, 0.0))
-            } else {
-                bootstrap(bv.len(), nv.len(), paired, seed("SER"), |ib, inn| {
-                    inn.iter().map(|&i| err(nv[i])).sum::<f64>() / inn.len() as f64
-                        - ib.iter().map(|&i| err(bv[i])).sum::<f64>() / ib.len() as f64
-                })
-            };
-            judge(&mut row, bt, nt, ci, identical, MIN_ABS_SER_CHANGE);
-            if row.status == Status::ChangedNotSignificant && (nt - bt).abs() < 0.05 {
-                row.status = Status::WithinNoise;
-            }
-            if paired && nt > bt {
-                row.flips = bv
-                    .iter()
-                    .zip(&nv)
-                    .filter(|(x, y)| x.in_support && !y.in_support)
-                    .take(3)
-                    .map(|(x, y)| Flip {
-                        index: y.index,
-                        base_tokens: tokens_string(&x.tokens),
-                        new_tokens: tokens_string(&y.tokens),
-                        new_first_invalid: y.first_invalid,
-                    })
-                    .collect();
-            }
-            row.status_label = row.status.label();
-            out.push(row);
-        }
-    }
-    // Per-sample means: NFE (model cells only) and unigram entropy.
-    let mean_rows: [(&str, Better, usize, bool); 2] = [
-        ("NFE", Better::Lower, 2, b.nfe.is_some() && n.nfe.is_some()),
-        ("unigram entropy", Better::Neither, 3, true),
-    ];
-    for (metric, better, digits, present) in mean_rows {
-        if !present || bv.is_empty() || nv.is_empty() {
+        let (Some(bt), Some(nt)) = (def.value(b), def.value(n)) else {
+            continue;
+        };
+        if bv.is_empty() || nv.is_empty() {
             continue;
         }
-        let f = |s: &SampleRecord| -> f64 {
-            if metric == "NFE" {
-                s.nfe as f64
-            } else {
-                metrics::unigram_entropy(&s.tokens)
-            }
-        };
-        let mean = |v: &[&SampleRecord]| v.iter().map(|s| f(s)).sum::<f64>() / v.len() as f64;
-        let (bt, nt) = (mean(&bv), mean(&nv));
-        let mut row = template(metric, better, digits);
+        let rate = def.aggregate == Aggregate::Rate;
+        let f = |s: &SampleRecord| def.per_sample(s).unwrap_or(f64::NAN);
+        let mut row = template(&def.label, def.better, def.digits);
         row.base = Some(bt);
         row.new = Some(nt);
-        let identical = paired && bv.iter().zip(&nv).all(|(x, y)| f(x) == f(y));
+        let identical = paired
+            && bv
+                .iter()
+                .zip(&nv)
+                .all(|(x, y)| f(x).to_bits() == f(y).to_bits());
         let ci = if identical {
             Some((0.0, 0.0))
         } else {
-            bootstrap(bv.len(), nv.len(), paired, seed(metric), |ib, inn| {
-                inn.iter().map(|&i| f(nv[i])).sum::<f64>() / inn.len() as f64
-                    - ib.iter().map(|&i| f(bv[i])).sum::<f64>() / ib.len() as f64
+            // Samples without a value (NaN) are left out of both means.
+            let mean = |v: &[&SampleRecord], idx: &[usize]| -> f64 {
+                let (sum, k) = idx
+                    .iter()
+                    .map(|&i| f(v[i]))
+                    .filter(|x| !x.is_nan())
+                    .fold((0.0, 0usize), |a, x| (a.0 + x, a.1 + 1));
+                sum / k as f64
+            };
+            bootstrap(bv.len(), nv.len(), paired, seed(&def.name), |ib, inn| {
+                mean(&nv, inn) - mean(&bv, ib)
             })
         };
-        judge(&mut row, bt, nt, ci, identical, MIN_REL_CHANGE * bt.abs());
+        let floor = if rate {
+            MIN_ABS_RATE_CHANGE
+        } else {
+            MIN_REL_CHANGE * bt.abs()
+        };
+        judge(&mut row, bt, nt, ci, identical, floor, rate);
+        if def.name == "ser" && paired && nt > bt {
+            row.flips = bv
+                .iter()
+                .zip(&nv)
+                .filter(|(x, y)| x.in_support && !y.in_support)
+                .take(3)
+                .map(|(x, y)| Flip {
+                    index: y.index,
+                    base_tokens: tokens_string(&x.tokens),
+                    new_tokens: tokens_string(&y.tokens),
+                    new_first_invalid: y.first_invalid,
+                })
+                .collect();
+        }
         row.status_label = row.status.label();
         out.push(row);
     }
@@ -849,7 +838,16 @@ fn judge_timing(row: &mut Row, base: &[f64], new: &[f64], floor: f64, seed: u64)
 }
 
 /// Set delta, relative delta, CI and status of a quality-like row.
-fn judge(row: &mut Row, base: f64, new: f64, ci: Option<(f64, f64)>, identical: bool, floor: f64) {
+/// `rate`: the metric is a share, whose changes are judged in absolute terms.
+fn judge(
+    row: &mut Row,
+    base: f64,
+    new: f64,
+    ci: Option<(f64, f64)>,
+    identical: bool,
+    floor: f64,
+    rate: bool,
+) {
     let delta = new - base;
     row.delta = Some(delta);
     row.rel = (base != 0.0).then(|| new / base - 1.0);
@@ -860,9 +858,10 @@ fn judge(row: &mut Row, base: f64, new: f64, ci: Option<(f64, f64)>, identical: 
     }
     let better = row.better.unwrap_or(Better::Neither);
     let practical = delta.abs() >= floor && delta != 0.0;
-    let large = match row.metric.as_str() {
-        "SER" => delta.abs() >= 0.05,
-        _ => row.rel.is_some_and(|r| r.abs() > LARGE_REL_CHANGE),
+    let large = if rate {
+        delta.abs() >= LARGE_ABS_RATE_CHANGE
+    } else {
+        row.rel.is_some_and(|r| r.abs() > LARGE_REL_CHANGE)
     };
     row.status = match ci {
         Some((lo, hi)) => {

@@ -5,6 +5,7 @@
 //! plugin version changed.
 
 use crate::metrics::{self, CellSummary};
+use crate::registry;
 use crate::report::{self, fmt_num, svg};
 use crate::results::{read_jsonl, write_atomic, Manifest, RunDir, SUMMARY};
 use anyhow::{Context, Result};
@@ -12,7 +13,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Relative change of NFE that counts as a change.
+/// Relative change of a metric without a CI (NFE) that counts as a change.
 const NFE_FLOOR: f64 = 0.005;
 /// Relative change of tokens/s that counts as a change (timing noise floor).
 const TPS_FLOOR: f64 = 0.10;
@@ -234,20 +235,27 @@ pub fn build(root: &Path) -> Result<History> {
     let n = loaded.len();
     let mut tasks: Vec<TaskHistory> = Vec::new();
     let mut changes: Vec<ChangeEvent> = Vec::new();
-    type Get = fn(&CellSummary) -> (Option<f64>, Option<(f64, f64)>);
-    let defs: [(&str, usize, Get); 4] = [
-        ("TER", 4, |c| (c.ter, c.ter_ci)),
-        ("SER", 3, |c| (c.ser, c.ser_ci)),
-        ("NFE", 2, |c| (c.nfe, None)),
-        ("tokens/s", 0, |c| (c.tokens_per_second, None)),
-    ];
+    // Every metric of the registry with a better direction (informational ones, such as the
+    // unigram entropy, are not followed), task-declared ones included.
+    let all_rows: Vec<CellSummary> = loaded
+        .iter()
+        .flat_map(|(_, _, s)| s.iter().cloned())
+        .collect();
+    let defs: Vec<registry::MetricDef> = registry::for_summaries(&all_rows)
+        .into_iter()
+        .filter(|d| d.better != registry::Better::Neither)
+        .collect();
     for (key, task, label) in &keys {
         let cells: Vec<Option<&CellSummary>> = loaded
             .iter()
             .map(|(_, _, s)| s.iter().find(|c| &c.key == key))
             .collect();
         let mut metrics_out = Vec::new();
-        for (mi, (metric, digits, get)) in defs.iter().enumerate() {
+        for (mi, def) in defs.iter().enumerate() {
+            let (metric, digits) = (&def.label, &def.digits);
+            let timing = def.aggregate == registry::Aggregate::Timing;
+            // Timings' spread (IQR) is not a CI of the figure: they are judged by a floor.
+            let get = |c: &CellSummary| (def.value(c), def.ci(c).filter(|_| !timing));
             let mut points: Vec<Point> = Vec::with_capacity(n);
             for (run, c) in cells.iter().enumerate() {
                 let failed = c.is_some_and(|c| c.status == crate::results::CellStatus::Failed);
@@ -258,7 +266,9 @@ pub fn build(root: &Path) -> Result<History> {
                 // TER is infinite (not missing) when some sample has q = 0.
                 let value = match (value, c) {
                     (None, Some(c))
-                        if *metric == "TER" && !failed && c.zero_probability_samples > 0 =>
+                        if def.aggregate == registry::Aggregate::Perplexity
+                            && !failed
+                            && c.zero_probability_samples > 0 =>
                     {
                         Some(f64::INFINITY)
                     }
@@ -291,21 +301,24 @@ pub fn build(root: &Path) -> Result<History> {
                             }
                             .to_string(),
                         ),
-                        (Some(x), Some(y)) if x.is_finite() && y.is_finite() => match (mi, a.ci) {
-                            (0 | 1, Some((lo, hi))) if y < lo || y > hi => Some(format!(
+                        (Some(x), Some(y)) if x.is_finite() && y.is_finite() => match a.ci {
+                            Some((lo, hi)) if y < lo || y > hi => Some(format!(
                                 "outside the previous run's 95% CI [{}, {}]",
                                 fmt_num(Some(lo), *digits),
                                 fmt_num(Some(hi), *digits)
                             )),
-                            (2, _) if x > 0.0 && (y / x - 1.0).abs() > NFE_FLOOR => {
-                                Some(format!("{:+.1}% NFE", 100.0 * (y / x - 1.0)))
+                            Some(_) => None,
+                            None if timing && x > 0.0 && (y / x - 1.0).abs() > TPS_FLOOR => {
+                                Some(format!(
+                                    "{:+.0}% {metric} (beyond the ±{:.0}% noise floor)",
+                                    100.0 * (y / x - 1.0),
+                                    TPS_FLOOR * 100.0
+                                ))
                             }
-                            (3, _) if x > 0.0 && (y / x - 1.0).abs() > TPS_FLOOR => Some(format!(
-                                "{:+.0}% tokens/s (beyond the ±{:.0}% noise floor)",
-                                100.0 * (y / x - 1.0),
-                                TPS_FLOOR * 100.0
-                            )),
-                            _ => None,
+                            None if !timing && x > 0.0 && (y / x - 1.0).abs() > NFE_FLOOR => {
+                                Some(format!("{:+.1}% {metric}", 100.0 * (y / x - 1.0)))
+                            }
+                            None => None,
                         },
                         _ => None,
                     };

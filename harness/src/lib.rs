@@ -5,10 +5,13 @@
 //! appends per-sample rows to the run's [`results`], and computes [`metrics`] and the [`report`];
 //! [`compare`] sets two runs side by side and [`history`] follows many over time.
 
+#![forbid(unsafe_code)]
+
 pub mod compare;
 pub mod history;
 pub mod metrics;
 pub mod plugins;
+pub mod registry;
 pub mod report;
 pub mod results;
 pub mod run;

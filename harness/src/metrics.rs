@@ -8,7 +8,7 @@ use crate::stats::quantile;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Two-sided 95% normal quantile.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -152,6 +152,20 @@ pub struct CellSummary {
     #[serde(default)]
     pub baseline_rule: Option<String>,
     pub device: Option<String>,
+    /// Metrics the task declares (`TaskDescription::metrics`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, MetricValue>,
+}
+
+/// A task-declared metric of one cell, with its declaration (so `summary.json` explains itself
+/// and `history` can plot it from summaries alone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricValue {
+    pub value: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    /// Samples that carried a value.
+    pub n: usize,
+    pub declared: dlm_plugin_api::MetricDecl,
 }
 
 /// Whether a cell decodes left to right with an MDM (one token per step).
@@ -342,11 +356,18 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         speedup_baseline: None,
         baseline_rule: None,
         device: c.device.clone(),
+        metrics: BTreeMap::new(),
     };
     if c.status != CellStatus::Ok || rows.is_empty() {
         return s;
     }
     let n = rows.len();
+    for decl in c.task_description.iter().flat_map(|d| d.metrics.iter()) {
+        let def = crate::registry::MetricDef::declared(decl);
+        let values: Vec<f64> = rows.iter().filter_map(|r| def.per_sample(r)).collect();
+        s.metrics
+            .insert(decl.name.clone(), aggregate(decl, &def, &values, &c.unit));
+    }
     let log_q: Vec<Option<f64>> = rows.iter().map(|r| r.log_q).collect();
     let lengths: Vec<usize> = rows.iter().map(|r| r.tokens.len()).collect();
     s.zero_probability_samples = log_q.iter().filter(|l| l.is_none()).count();
@@ -432,6 +453,59 @@ pub fn batch_throughputs(cell: &CellRecord, samples: &[&SampleRecord], clock: Cl
         .collect()
 }
 
+/// A task-declared metric's figure and 95% CI from its per-sample values: rates with Wilson's
+/// interval, means with a percentile bootstrap over samples (seeded by the unit and name).
+fn aggregate(
+    decl: &dlm_plugin_api::MetricDecl,
+    def: &crate::registry::MetricDef,
+    values: &[f64],
+    unit: &str,
+) -> MetricValue {
+    let n = values.len();
+    if n == 0 {
+        return MetricValue {
+            value: None,
+            ci: None,
+            n,
+            declared: decl.clone(),
+        };
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let ci = match def.aggregate {
+        crate::registry::Aggregate::Rate => {
+            let k = values.iter().filter(|&&v| v != 0.0).count();
+            Some(wilson_ci(k, n))
+        }
+        _ => Some(mean_bootstrap_ci(
+            values,
+            seed_of(unit) ^ seed_of_name(&def.name),
+        )),
+    };
+    MetricValue {
+        value: Some(mean),
+        ci,
+        n,
+        declared: decl.clone(),
+    }
+}
+
+/// Percentile bootstrap 95% CI of a mean. Deterministic for a seed.
+pub fn mean_bootstrap_ci(values: &[f64], seed: u64) -> (f64, f64) {
+    let n = values.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut stats: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| (0..n).map(|_| values[rng.random_range(0..n)]).sum::<f64>() / n as f64)
+        .collect();
+    stats.sort_by(f64::total_cmp);
+    (quantile(&stats, 0.025), quantile(&stats, 0.975))
+}
+
+fn seed_of_name(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 /// A stable 64-bit seed from a unit id (hex).
 fn seed_of(unit: &str) -> u64 {
     u64::from_str_radix(&unit[..unit.len().min(16)], 16).unwrap_or(0)
@@ -440,7 +514,6 @@ fn seed_of(unit: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     #[test]
     fn ter_is_token_weighted_geometric_mean() {

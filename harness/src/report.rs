@@ -223,6 +223,8 @@ pub struct TaskSection {
     /// Quality against cost (NFE, wall seconds).
     pub cost_plots: Vec<Plot>,
     pub rows: Vec<CellSummary>,
+    /// Metrics this task declares (columns of the cell table, values in `rows[].metrics`).
+    pub task_metrics: Vec<crate::registry::MetricDef>,
     pub ar_units: Vec<String>,
     pub samples: Vec<CellSamples>,
 }
@@ -877,7 +879,15 @@ pub fn build(
                 ar: l.ar,
             })
             .collect();
+        let task_metrics = crate::registry::declared(
+            &cells
+                .iter()
+                .filter(|c| c.cell.task.name == task)
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         tasks.push(TaskSection {
+            task_metrics,
             name: task.to_string(),
             anchor: format!("task-{}", anchor(task)),
             label: description.map(|d| d.label.clone()).unwrap_or_default(),

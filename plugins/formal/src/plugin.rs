@@ -466,6 +466,7 @@ impl Task for LanguageTask {
             optimal_ter: Some((entropy.nats / length as f64).exp()),
             support_log10_density: Some(support),
             details,
+            metrics: Vec::new(),
         };
         self.described.insert(length, d.clone());
         Ok(d)

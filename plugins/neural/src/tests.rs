@@ -26,6 +26,7 @@ fn task(vocab: usize, length: usize) -> TaskDescription {
         optimal_ter: None,
         support_log10_density: None,
         details: serde_json::json!({"kind": "test"}),
+        metrics: Vec::new(),
     }
 }
 
