@@ -139,6 +139,37 @@ fn list_and_describe_show_plugin_descriptors() {
         "{}",
         text(&out)
     );
+
+    // `list` shows the real plugins only: the test fixtures (`fixture = true` in their
+    // manifests' `[package.metadata.dlm-bench]`) are not plugins for users.
+    let out = run(&["list"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("dlm-formal 0.1.0 (plugin API"), "{stdout}");
+    assert!(stdout.contains("model oracle"), "{stdout}");
+    assert!(!stdout.contains("fixture"), "{stdout}");
+    assert!(!stdout.contains("cannot be loaded"), "{stdout}");
+    // `--all` adds them, marked; the fixture built against another plugin API on purpose is
+    // reported as refused, not as an error.
+    let out = run(&["list", "--all"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("dlm-formal 0.1.0 (plugin API"), "{stdout}");
+    let faulty = stdout
+        .lines()
+        .find(|l| l.starts_with("dlm-fixture-faulty "))
+        .unwrap_or_else(|| panic!("no faulty fixture in {stdout}"));
+    assert!(faulty.contains("[test fixture]"), "{faulty}");
+    let wrong_api = stdout
+        .lines()
+        .find(|l| l.contains("dlm_fixture_wrong_api"))
+        .unwrap_or_else(|| panic!("no wrong-api fixture in {stdout}"));
+    assert!(
+        wrong_api.contains("[test fixture]: not loadable by this host")
+            && wrong_api.contains("was built against plugin API"),
+        "{wrong_api}"
+    );
+    assert!(!stdout.contains("cannot be loaded"), "{stdout}");
 }
 
 #[test]

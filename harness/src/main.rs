@@ -1,6 +1,8 @@
 //! `dlm-bench`: run suites of masked-diffusion and autoregressive language models against
 //! ground-truth tasks, and report speed against accuracy.
 
+#![forbid(unsafe_code)]
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use dlm_bench::plugins::{self, Workspace};
@@ -61,6 +63,10 @@ enum Cmd {
         libraries: Vec<PathBuf>,
         #[arg(long)]
         plugin_profile: Option<String>,
+        /// Also list the test-fixture plugins (crates marked `fixture = true` under
+        /// `[package.metadata.dlm-bench]`), which misbehave on purpose.
+        #[arg(long)]
+        all: bool,
     },
     /// Show a plugin's descriptor: a workspace crate name or a library path.
     Describe {
@@ -130,7 +136,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn describe_and_print(library: &std::path::Path) -> Result<()> {
+/// Describe a library in a worker and print its descriptor. A test fixture (`fixture`) is marked
+/// as such, and one the host refuses (e.g. built against another plugin API on purpose) is
+/// reported as a fact about the fixture, not as an error.
+fn describe_and_print(library: &std::path::Path, fixture: bool) -> Result<()> {
     let scratch = std::env::temp_dir().join(format!("dlm-bench-describe-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
     let d = plugins::describe(library, &scratch)?;
@@ -138,10 +147,11 @@ fn describe_and_print(library: &std::path::Path) -> Result<()> {
     match d {
         Ok(d) => {
             println!(
-                "{} {} (plugin API {}) — {}",
+                "{} {} (plugin API {}){} — {}",
                 d.name,
                 d.version,
                 d.api_version,
+                if fixture { " [test fixture]" } else { "" },
                 library.display()
             );
             if !d.description.is_empty() {
@@ -160,6 +170,10 @@ fn describe_and_print(library: &std::path::Path) -> Result<()> {
                 );
             }
         }
+        Err(cause) if fixture => println!(
+            "{} [test fixture]: not loadable by this host (some fixtures are built to be refused): {cause}",
+            library.display()
+        ),
         Err(cause) => println!("{}: cannot be loaded: {cause}", library.display()),
     }
     Ok(())
@@ -231,15 +245,22 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
         Cmd::List {
             libraries,
             plugin_profile,
+            all,
         } => {
             let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
             let ws = Workspace::find(&std::env::current_dir()?)?;
-            ws.build(&ws.plugin_crates, &profile)?;
-            for c in &ws.plugin_crates {
-                describe_and_print(&ws.library_path(c, &profile))?;
+            let shown: Vec<String> = ws
+                .plugin_crates
+                .iter()
+                .filter(|c| all || !ws.is_fixture(c))
+                .cloned()
+                .collect();
+            ws.build(&shown, &profile)?;
+            for c in &shown {
+                describe_and_print(&ws.library_path(c, &profile), ws.is_fixture(c))?;
             }
             for l in &libraries {
-                describe_and_print(l)?;
+                describe_and_print(l, false)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -248,8 +269,8 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             plugin_profile,
         } => {
             let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
-            let library = match PluginRef::parse(&plugin, &std::env::current_dir()?) {
-                PluginRef::Path(p) => p,
+            let (library, fixture) = match PluginRef::parse(&plugin, &std::env::current_dir()?) {
+                PluginRef::Path(p) => (p, false),
                 PluginRef::Crate(name) => {
                     let ws = Workspace::find(&std::env::current_dir()?)?;
                     if !ws.plugin_crates.contains(&name) {
@@ -262,10 +283,10 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
                         );
                     }
                     ws.build(std::slice::from_ref(&name), &profile)?;
-                    ws.library_path(&name, &profile)
+                    (ws.library_path(&name, &profile), ws.is_fixture(&name))
                 }
             };
-            describe_and_print(&library)?;
+            describe_and_print(&library, fixture)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Report { run_dir } => {

@@ -17,8 +17,13 @@ use std::time::Duration;
 pub struct Workspace {
     pub root: PathBuf,
     pub target_dir: PathBuf,
-    /// Packages with a `cdylib` target, i.e. plugins.
+    /// Packages with a `cdylib` target, i.e. plugins (test fixtures included: suites may name
+    /// them).
     pub plugin_crates: Vec<String>,
+    /// The plugin crates that are test fixtures (`fixture = true` under
+    /// `[package.metadata.dlm-bench]` in their `Cargo.toml`): plugins that misbehave on
+    /// purpose for the integration tests. `dlm-bench list` shows them only with `--all`.
+    pub fixture_crates: Vec<String>,
 }
 
 fn cargo() -> String {
@@ -49,6 +54,7 @@ impl Workspace {
         let root = PathBuf::from(meta["workspace_root"].as_str().unwrap_or("."));
         let target_dir = PathBuf::from(meta["target_directory"].as_str().unwrap_or("target"));
         let mut plugin_crates = Vec::new();
+        let mut fixture_crates = Vec::new();
         for p in meta["packages"].as_array().into_iter().flatten() {
             let is_plugin = p["targets"].as_array().into_iter().flatten().any(|t| {
                 t["crate_types"]
@@ -56,15 +62,26 @@ impl Workspace {
                     .is_some_and(|ct| ct.iter().any(|c| c == "cdylib"))
             });
             if is_plugin {
-                plugin_crates.push(p["name"].as_str().unwrap_or_default().to_string());
+                let name = p["name"].as_str().unwrap_or_default().to_string();
+                if is_fixture_package(p) {
+                    fixture_crates.push(name.clone());
+                }
+                plugin_crates.push(name);
             }
         }
         plugin_crates.sort();
+        fixture_crates.sort();
         Ok(Workspace {
             root,
             target_dir,
             plugin_crates,
+            fixture_crates,
         })
+    }
+
+    /// Whether the plugin crate `krate` is a test fixture (see [`Workspace::fixture_crates`]).
+    pub fn is_fixture(&self, krate: &str) -> bool {
+        self.fixture_crates.iter().any(|c| c == krate)
     }
 
     /// Path of the library `cargo build -p CRATE --profile PROFILE` produces.
@@ -106,6 +123,13 @@ impl Workspace {
         }
         Ok(())
     }
+}
+
+/// Whether a package of `cargo metadata` declares itself a test fixture:
+/// `[package.metadata.dlm-bench] fixture = true` in its manifest. An explicit marker rather than
+/// a path rule, so a fixture can live anywhere and a real plugin under `tests/` is still listed.
+fn is_fixture_package(package: &serde_json::Value) -> bool {
+    package["metadata"]["dlm-bench"]["fixture"].as_bool() == Some(true)
 }
 
 /// Resolve every plugin a suite names to a library path, building workspace crates.
