@@ -11,6 +11,8 @@
 //! `{init: cpu | paper | {hidden, layers, heads, ff_mult?, max_length?}, seed?}` for an untrained
 //! one (useful for timing); both take `device` (`flex` by default) and, for `ar`, `kv_cache`.
 
+#![forbid(unsafe_code)]
+
 pub mod checkpoint;
 pub mod model;
 pub mod plugin;
