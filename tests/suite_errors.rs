@@ -55,6 +55,20 @@ fn assert_located(stderr: &str, line: usize, col: usize, needle: &str) {
     assert!(stderr.contains(needle), "expected `{needle}` in:\n{stderr}");
 }
 
+/// Whether `steps` applies is the plugin's to say (its descriptor's `sampler_info`); the
+/// harness checks it once plugins are described, still located.
+#[test]
+fn steps_follow_the_samplers_descriptor() {
+    let e = error_for(
+        "l2r-steps",
+        "samplers:\n",
+        "samplers:\n  - sampler: left_to_right\n    steps: [8]\n",
+    );
+    assert_located(&e, 15, 12, "takes exactly one step per token");
+    let e = error_for("missing-steps", "    steps: [1, 2]\n", "");
+    assert_located(&e, 14, 14, "sampler `ddpm_cache` needs `steps: [...]`");
+}
+
 #[test]
 fn zero_steps() {
     assert_located(

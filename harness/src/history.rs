@@ -224,7 +224,7 @@ pub fn build(root: &Path) -> Result<History> {
                     c.model,
                     c.sampler.as_deref().unwrap_or("ground truth"),
                     c.steps
-                        .filter(|_| c.sampler.as_deref() != Some("left_to_right"))
+                        .filter(|_| !c.one_step_per_token)
                         .map(|s| format!(" @ {s} steps"))
                         .unwrap_or_default()
                 );

@@ -17,5 +17,7 @@ pub mod results;
 pub mod run;
 pub mod stats;
 pub mod suite;
+pub mod theory;
+pub mod theory_view;
 pub mod training;
 pub mod worker;

@@ -148,6 +148,9 @@ pub struct CellSummary {
     pub speedup: Option<f64>,
     /// Key of the AR cell that speedups and verdicts of this cell are measured against.
     pub speedup_baseline: Option<String>,
+    /// The sampler decodes one token per step (`steps` is the length, not a choice).
+    #[serde(default)]
+    pub one_step_per_token: bool,
     /// Why that cell (or why none): the rule of [`resolve_baselines`] that chose it.
     #[serde(default)]
     pub baseline_rule: Option<String>,
@@ -168,17 +171,16 @@ pub struct MetricValue {
     pub declared: dlm_plugin_api::MetricDecl,
 }
 
-/// Whether a cell decodes left to right with an MDM (one token per step).
+/// Whether a cell decodes a denoiser left to right, one token per step (as the model's plugin
+/// describes its sampler; the harness never interprets sampler names).
 fn is_left_to_right(cell: &CellRecord) -> bool {
-    cell.cell
-        .sampler
-        .as_ref()
-        .is_some_and(|s| s.name == "left_to_right")
+    cell.one_step_per_token && !cell.model_autoregressive
 }
 
-/// Whether a cell comes from an autoregressive model.
+/// Whether a cell comes from an autoregressive model (the plugin's `autoregressive`
+/// capability).
 fn is_ar_model_cell(cell: &CellRecord) -> bool {
-    cell.model_autoregressive || cell.cell.sampler.as_ref().is_some_and(|s| s.name == "ar")
+    cell.model_autoregressive
 }
 
 fn model_of(c: &CellRecord) -> Option<&str> {
@@ -355,6 +357,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         speedup: None,
         speedup_baseline: None,
         baseline_rule: None,
+        one_step_per_token: c.one_step_per_token,
         device: c.device.clone(),
         metrics: BTreeMap::new(),
     };
@@ -588,6 +591,7 @@ mod tests {
             task_plugin: None,
             model_plugin: None,
             model_autoregressive: ar_model,
+            one_step_per_token: ar_model || sampler == "left_to_right",
             batches: Vec::new(),
             device: None,
             worker_seconds: 0.0,

@@ -197,6 +197,10 @@ pub struct Report {
     pub verdicts: Vec<Verdict>,
     /// Series label → colour, for legends.
     pub legend: Vec<LegendEntry>,
+    /// The paper's theorems checked on the run's oracle cells (`theory::analyse`), if it has
+    /// the cells for them; `theory_view` is what the page shows of it.
+    pub theory: Option<crate::theory::TheoryReport>,
+    pub theory_view: Option<crate::theory_view::TheoryView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -312,6 +316,7 @@ impl Report {
             "format": "dlm-bench report 1",
             "run": identity(manifest),
             "verdicts": self.verdicts,
+            "theory": self.theory,
             "tasks": tasks,
             "failed": summary.iter().filter(|s| s.status == CellStatus::Failed)
                 .map(|s| serde_json::json!({"key": s.key, "unit": s.unit, "cause": s.cause}))
@@ -911,10 +916,13 @@ pub fn build(
             samples: samples_view,
         });
     }
+    let theory = crate::theory::analyse(cells, summary);
     Report {
         tasks,
         verdicts,
         legend,
+        theory_view: theory.as_ref().map(crate::theory_view::view),
+        theory,
     }
 }
 

@@ -144,6 +144,10 @@ pub struct CellRecord {
     pub model_plugin: Option<PluginId>,
     #[serde(default)]
     pub model_autoregressive: bool,
+    /// The sampler decodes one token per step, as the model plugin describes it (left-to-right
+    /// decoding or an AR model's sampler): such cells are the AR baselines.
+    #[serde(default)]
+    pub one_step_per_token: bool,
     #[serde(default)]
     pub batches: Vec<BatchRecord>,
     pub device: Option<String>,

@@ -98,6 +98,32 @@ pub(crate) fn check_components(suite: &Suite, descriptors: &Descriptors) -> Resu
             }
             for &si in &m.samplers {
                 let s = &suite.samplers[si];
+                // How `steps` applies is the plugin's to say.
+                if let Some(si) = info.sampler_info.iter().find(|i| i.name == s.sampler) {
+                    match (si.one_step_per_token, s.steps_span) {
+                        (true, Some(span)) => {
+                            return Err(SuiteError::at(
+                                &suite.source,
+                                &span,
+                                format!(
+                                    "{} takes exactly one step per token (plugin `{}`); remove `steps`",
+                                    s.sampler, d.name
+                                ),
+                            ))
+                        }
+                        (false, None) => {
+                            return Err(SuiteError::at(
+                                &suite.source,
+                                &s.span,
+                                format!(
+                                    "sampler `{}` needs `steps: [...]` (the total number of denoising steps)",
+                                    s.sampler
+                                ),
+                            ))
+                        }
+                        _ => {}
+                    }
+                }
                 if !info.samplers.is_empty() && !info.samplers.contains(&s.sampler) {
                     return Err(SuiteError::at(
                         &suite.source,
@@ -352,6 +378,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             task_plugin: None,
             model_plugin: None,
             model_autoregressive: false,
+            one_step_per_token: false,
             batches: Vec::new(),
             device: None,
             worker_seconds: started.elapsed().as_secs_f64(),
@@ -364,6 +391,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 record.task_plugin = Some(output.task_plugin);
                 record.model_plugin = output.model_plugin;
                 record.model_autoregressive = output.model_autoregressive;
+                record.one_step_per_token = output.one_step_per_token;
                 record.batches = output.batches;
                 record.device = output.device;
                 ok += 1;

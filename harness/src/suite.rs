@@ -361,7 +361,9 @@ fn parse_train(node: &Node, source: &SuiteSource) -> Result<TrainSpec, SuiteErro
 pub struct SamplerEntry {
     pub sampler: String,
     pub span: marked_yaml::Span,
+    /// Step counts; empty when the suite gives none (one step per token: the length).
     pub steps: Vec<usize>,
+    pub steps_span: Option<marked_yaml::Span>,
     pub schedule: Option<String>,
     pub params: BTreeMap<String, Value>,
 }
@@ -542,18 +544,9 @@ impl Suite {
 
         let mut samplers = Vec::new();
         for (i, s) in raw.samplers.iter().enumerate() {
-            let one_step_per_token = matches!(s.sampler.as_str(), "left_to_right" | "ar");
+            // Whether the sampler takes `steps` is the plugin's to say (its descriptor's
+            // `sampler_info`); `run::check_components` checks it once plugins are described.
             let steps = match &s.steps {
-                Some(steps) if one_step_per_token => {
-                    return Err(SuiteError::at(
-                        &source,
-                        steps.span(),
-                        format!(
-                            "{} takes exactly one step per token; remove `steps`",
-                            *s.sampler
-                        ),
-                    ))
-                }
                 Some(steps) => {
                     if steps.is_empty() {
                         return Err(SuiteError::at(
@@ -567,14 +560,7 @@ impl Suite {
                         .map(|v| positive(&source, v, "steps"))
                         .collect::<Result<Vec<_>, _>>()?
                 }
-                None if one_step_per_token => Vec::new(),
-                None => {
-                    return Err(SuiteError::at(
-                        &source,
-                        s.sampler.span(),
-                        format!("sampler `{}` needs `steps: [...]`", *s.sampler),
-                    ))
-                }
+                None => Vec::new(),
             };
             let params = match section_value(top, &["samplers"], i, "params", &source)? {
                 Value::Null => BTreeMap::new(),
@@ -590,6 +576,7 @@ impl Suite {
             samplers.push(SamplerEntry {
                 sampler: s.sampler.to_string(),
                 span: *s.sampler.span(),
+                steps_span: s.steps.as_ref().map(|st| *st.span()),
                 steps,
                 schedule: s.schedule.as_ref().map(|x| x.to_string()),
                 params,
@@ -1963,17 +1950,6 @@ samplers:
         let e = error_of(&GOOD.replace("lengths: [8, 16]", "lengths: [8, sixteen]"));
         let l = e.location.clone().expect("located");
         assert_eq!(l.line, 4, "{e}");
-    }
-
-    #[test]
-    fn left_to_right_with_steps_and_missing_steps_are_errors() {
-        let e = error_of(&GOOD.replace(
-            "  - sampler: left_to_right",
-            "  - sampler: left_to_right\n    steps: [3]",
-        ));
-        assert!(e.message.contains("one step per token"), "{e}");
-        let e = error_of(&GOOD.replace("    steps: [1, 4]\n", ""));
-        assert!(e.message.contains("needs `steps"), "{e}");
     }
 
     #[test]

@@ -365,7 +365,9 @@ fn qualifies(cell: &CellRecord) -> bool {
             &model.plugin,
             cell.model_plugin.as_ref().map(|p| p.name.as_str()),
         )
-        && matches!(sampler.name.as_str(), "ddpm" | "ddpm_cache")
+        // A diffusion sampler (not one token per step, as the plugin describes it) with its
+        // default rule: each sampler gets its own fits.
+        && !cell.one_step_per_token
         && sampler.params.is_empty()
 }
 

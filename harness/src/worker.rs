@@ -124,6 +124,9 @@ pub struct CellOutput {
     pub task_plugin: PluginId,
     pub model_plugin: Option<PluginId>,
     pub model_autoregressive: bool,
+    /// The cell's sampler decodes one token per step (its descriptor's `sampler_info`).
+    #[serde(default)]
+    pub one_step_per_token: bool,
     pub samples: Vec<WorkerSample>,
     pub batches: Vec<BatchRecord>,
     pub device: Option<String>,
@@ -536,6 +539,7 @@ fn run_cell(
     let mut batches = Vec::new();
     let mut model_plugin_id = None;
     let mut model_autoregressive = false;
+    let mut one_step_per_token = false;
     let mut device = None;
     let vocab = description.vocab_size as u32;
     match (&cell.model, &cell.sampler) {
@@ -568,6 +572,11 @@ fn run_cell(
                     )
                 })?;
             model_autoregressive = info.has("autoregressive");
+            one_step_per_token = cell.sampler.as_ref().is_some_and(|s| {
+                info.sampler_info
+                    .iter()
+                    .any(|i| i.name == s.name && i.one_step_per_token)
+            });
             model_plugin_id = Some(plugin_id(&model_plugin));
             let open = ModelOpenConfig {
                 config: model_spec.config.clone(),
@@ -664,6 +673,7 @@ fn run_cell(
         task_plugin: plugin_id(&task_plugin),
         model_plugin: model_plugin_id,
         model_autoregressive,
+        one_step_per_token,
         samples,
         batches,
         device,

@@ -101,6 +101,24 @@ pub struct ComponentInfo {
     /// Sampler names a model supports (empty for tasks).
     #[serde(default)]
     pub samplers: Vec<String>,
+    /// What the harness needs to know about each of those samplers (the SDK fills it in), so
+    /// that the harness never interprets a sampler's name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sampler_info: Vec<SamplerInfo>,
+}
+
+/// One sampler as the harness sees it: how `steps` applies and which parameters it takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplerInfo {
+    /// The name suites use (`sampler:`).
+    pub name: String,
+    /// It decodes one token per step, left to right (an AR model's sampler, or left-to-right
+    /// decoding of a denoiser): a suite gives it no `steps` (the harness uses the length), and
+    /// its cells are the autoregressive baselines of speedups and verdicts.
+    pub one_step_per_token: bool,
+    /// Names of the `params:` it accepts.
+    #[serde(default)]
+    pub params: Vec<String>,
 }
 
 impl ComponentInfo {

@@ -172,6 +172,7 @@ pub fn denoiser_component(name: &str, description: &str, time_conditioned: bool)
         description: description.to_string(),
         capabilities,
         samplers: sampler::SAMPLERS.iter().map(|s| s.to_string()).collect(),
+        sampler_info: sampler::SAMPLERS.iter().map(|s| sampler::info(s)).collect(),
     }
 }
 

@@ -55,7 +55,9 @@
 //! `ddpm_cache` only the first one plus one after each step that changed one of *its* tokens —
 //! so it does not depend on who shared its batch.
 
-use crate::{Denoiser, GenerateReply, GenerateRequest, PluginError, Result, SampleStats};
+use crate::{
+    Denoiser, GenerateReply, GenerateRequest, PluginError, Result, SampleStats, SamplerInfo,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -217,6 +219,17 @@ fn known_params(sampler: &str) -> &'static [&'static str] {
         ],
         "left_to_right" | "ar" => &["temperature", "top_k", "top_p"],
         _ => &[],
+    }
+}
+
+/// What the harness needs to know about the SDK's sampler `name` (`ar` included): whether it
+/// takes one step per token, and its parameters. The harness reads this from plugin
+/// descriptors and never interprets sampler names itself.
+pub fn info(name: &str) -> SamplerInfo {
+    SamplerInfo {
+        name: name.to_string(),
+        one_step_per_token: matches!(name, "left_to_right" | "ar"),
+        params: known_params(name).iter().map(|p| p.to_string()).collect(),
     }
 }
 

@@ -624,24 +624,28 @@ impl Plugin for FormalPlugin {
                 description: "n-gram language (config: order, variant ter|ser, seed, vocab, temperature, threshold)".into(),
                 capabilities: vec!["exact_log_prob".into(), "exact_entropy".into()],
                 samplers: vec![],
+                sampler_info: vec![],
             },
             ComponentInfo {
                 name: "hmm".into(),
                 description: "hidden Markov language (config: states, variant ter|ser|sparse, seed, vocab, temperature, threshold, max_successors, emission_threshold)".into(),
                 capabilities: vec!["exact_log_prob".into()],
                 samplers: vec![],
+                sampler_info: vec![],
             },
             ComponentInfo {
                 name: "file".into(),
                 description: "n-gram or HMM tables from a YAML/JSON file (config: path, variant ser|ter, smoothing)".into(),
                 capabilities: vec!["exact_log_prob".into()],
                 samplers: vec![],
+                sampler_info: vec![],
             },
             ComponentInfo {
                 name: "interval".into(),
                 description: "interval language of Theorem 4.4: first and last token of every interval agree in parity (config: interval, vocab, modulus)".into(),
                 capabilities: vec!["exact_log_prob".into(), "exact_entropy".into()],
                 samplers: vec![],
+                sampler_info: vec![],
             },
         ]
     }

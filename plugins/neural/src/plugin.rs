@@ -585,6 +585,7 @@ impl Plugin for NeuralPlugin {
                     .to_string(),
                 capabilities: vec!["autoregressive".to_string(), "train".to_string()],
                 samplers: vec!["ar".to_string()],
+                sampler_info: vec![dlm_sdk::sampler::info("ar")],
             },
         ]
     }

@@ -221,8 +221,9 @@ sub("steps-word", "steps: [1, 2]", "steps: [⟨one]", "steps must be a whole num
 sub("steps-fraction", "steps: [1, 2]", "steps: [⟨1.5]", "steps must be a whole number")
 sub("steps-huge", "steps: [1, 2]", "steps: [⟨2000000]", "steps must be at most 1000000")
 sub("steps-mapping", "steps: [1, 2]", "steps: ⟨{a: 1}", "`steps` must be a list")
-sub("steps-on-left-to-right", "  - sampler: left_to_right\n", "  - sampler: left_to_right\n    steps: ⟨[8]\n", "takes exactly one step per token")
-sub("steps-missing", "    steps: [1, 2]\n", "", "needs `steps: [...]`")
+# Whether a sampler takes `steps` is the plugin's to say (its descriptor), so a suite with
+# `steps` on left_to_right, or none on ddpm_cache, parses; tests/suite_errors.rs checks those
+# through the CLI, where plugins are described.
 CASES[-1] = (CASES[-1][0], CASES[-1][1], CASES[-1][2].replace("  - sampler: ddpm_cache", "  - sampler: ⟨ddpm_cache"))
 sub("params-scalar", "    steps: [1, 2]\n", "    steps: [1, 2]\n    params: ⟨3\n", "`params` must be a mapping")
 sub("params-list", "    steps: [1, 2]\n", "    steps: [1, 2]\n    params: ⟨[block_length, 4]\n", "`params` must be a mapping")
