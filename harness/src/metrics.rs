@@ -8,7 +8,7 @@ use crate::stats::quantile;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Two-sided 95% normal quantile.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -316,6 +316,29 @@ pub fn summarize(cells: &[CellRecord], samples: &[SampleRecord]) -> Vec<CellSumm
         }
     }
     rows
+}
+
+/// Summaries in suite order (cells of the suite first, then any others found in the run).
+pub fn ordered_summary(
+    cells: &[CellRecord],
+    samples: &[SampleRecord],
+    order: Option<&[crate::suite::CellSpec]>,
+) -> Vec<CellSummary> {
+    let mut ordered: Vec<CellRecord> = Vec::with_capacity(cells.len());
+    if let Some(order) = order {
+        let by_unit: BTreeMap<&str, &CellRecord> =
+            cells.iter().map(|c| (c.unit.as_str(), c)).collect();
+        for spec in order {
+            if let Some(c) = by_unit.get(spec.unit_id().as_str()) {
+                ordered.push((*c).clone());
+            }
+        }
+        let placed: HashSet<String> = ordered.iter().map(|c| c.unit.clone()).collect();
+        ordered.extend(cells.iter().filter(|c| !placed.contains(&c.unit)).cloned());
+    } else {
+        ordered = cells.to_vec();
+    }
+    summarize(&ordered, samples)
 }
 
 fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {

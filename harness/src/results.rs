@@ -159,6 +159,13 @@ pub struct CellRecord {
 /// The lock file that marks a run directory as in use by one process.
 pub const LOCK: &str = "run.lock";
 
+/// The current time as RFC 3339 (UTC), as every record of a run stamps it.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
 /// A run directory. Opened for writing ([`RunDir::create`], [`RunDir::open`]) it holds an
 /// exclusive advisory lock on `run.lock` for its whole life, so two processes never append to
 /// (or rewrite) the same files; the kernel drops the lock when its holder dies, so a killed run

@@ -2,10 +2,11 @@
 //! unfinished cell in a worker process, append results as each cell finishes, then write the
 //! summary and the report.
 
-use crate::metrics;
 use crate::plugins;
 use crate::report;
-use crate::results::{CellRecord, CellStatus, Manifest, ManifestPlugin, RunDir, SampleRecord};
+use crate::results::{
+    now_rfc3339, CellRecord, CellStatus, Manifest, ManifestPlugin, RunDir, SampleRecord,
+};
 use crate::suite::{did_you_mean, PluginRef, Suite, SuiteError};
 use crate::training;
 use crate::worker::{self, Job, Outcome};
@@ -31,12 +32,6 @@ pub struct RunOutcome {
     pub ok: usize,
     pub failed: usize,
     pub skipped: usize,
-}
-
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
 }
 
 fn command_output(program: &str, args: &[&str], dir: &Path) -> Option<String> {
@@ -452,29 +447,6 @@ fn tempfile_dir() -> Result<PathBuf> {
     ));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
-}
-
-/// Summaries in suite order (cells of the suite first, then any others found in the run).
-pub fn ordered_summary(
-    cells: &[CellRecord],
-    samples: &[SampleRecord],
-    order: Option<&[crate::suite::CellSpec]>,
-) -> Vec<metrics::CellSummary> {
-    let mut ordered: Vec<CellRecord> = Vec::with_capacity(cells.len());
-    if let Some(order) = order {
-        let by_unit: BTreeMap<&str, &CellRecord> =
-            cells.iter().map(|c| (c.unit.as_str(), c)).collect();
-        for spec in order {
-            if let Some(c) = by_unit.get(spec.unit_id().as_str()) {
-                ordered.push((*c).clone());
-            }
-        }
-        let placed: HashSet<String> = ordered.iter().map(|c| c.unit.clone()).collect();
-        ordered.extend(cells.iter().filter(|c| !placed.contains(&c.unit)).cloned());
-    } else {
-        ordered = cells.to_vec();
-    }
-    metrics::summarize(&ordered, samples)
 }
 
 /// `dlm-bench train`: train (or find in the cache) every model of the suite that has `train:`,

@@ -308,7 +308,7 @@ pub fn ensure_trained(
                     train: spec.clone(),
                     output: *output,
                     optimal_nll_per_token: optimal,
-                    trained_at: crate::run::now_rfc3339(),
+                    trained_at: crate::results::now_rfc3339(),
                 };
                 write_atomic(
                     &cache_dir.join(format!("{stem}.train.json")),

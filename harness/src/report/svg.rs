@@ -1,0 +1,802 @@
+//! Inline SVG charts: no JavaScript, no fonts beyond the page's, every text escaped.
+
+use std::fmt::Write;
+
+/// Colour-blind-friendly categorical palette (Tableau 10).
+pub const PALETTE: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
+
+/// Escape text for SVG/HTML content and attributes.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    Linear,
+    Log2,
+    Log10,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Marker {
+    Circle,
+    Square,
+}
+
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// Hover text (`<title>`).
+    pub tip: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub color: String,
+    pub points: Vec<Point>,
+    /// Join the points.
+    pub line: bool,
+    /// Draw the CI as a shaded band (otherwise as error bars).
+    pub band: bool,
+    pub marker: Marker,
+}
+
+/// A horizontal reference line, optionally with a shaded band (its CI).
+#[derive(Debug, Clone)]
+pub struct HLine {
+    pub y: f64,
+    pub band: Option<(f64, f64)>,
+    /// Hover text.
+    pub label: String,
+    pub color: String,
+    pub dash: &'static str,
+    /// Short text drawn in the right margin, level with the line.
+    pub text: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_scale: Scale,
+    pub y_scale: Scale,
+    /// Include 0 in the y range.
+    pub y_zero: bool,
+    pub series: Vec<Series>,
+    pub hlines: Vec<HLine>,
+    /// Mark the efficiency–accuracy frontier of all points (lower x is better; y by the rule).
+    pub frontier: Option<Frontier>,
+    /// Stretch the x range over these data values (e.g. every step count of the task).
+    pub x_hint: Option<(f64, f64)>,
+    /// Text drawn in the middle of the plot area (e.g. why no line is drawn).
+    pub message: Option<String>,
+}
+
+/// What "better" means on the y axis for the frontier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Frontier {
+    /// Lower is better (SER).
+    Lower,
+    /// Closer to this value is better (TER: the exact optimum; below it means samples less
+    /// diverse than the language).
+    Toward(f64),
+}
+
+/// A data range `(min, max)`.
+type Range = (f64, f64);
+
+/// 440 px: three plots side by side in the page's 1420 px column.
+const W: f64 = 440.0;
+const H: f64 = 290.0;
+const ML: f64 = 52.0;
+/// The right margin holds the reference lines' labels, outside the data.
+const MR: f64 = 78.0;
+/// Vertical room one reference-line label needs (font 9.5 px).
+const LABEL_GAP: f64 = 11.0;
+const MT: f64 = 26.0;
+const MB: f64 = 42.0;
+
+fn tr(scale: Scale, v: f64) -> f64 {
+    match scale {
+        Scale::Linear => v,
+        Scale::Log2 => v.log2(),
+        Scale::Log10 => v.log10(),
+    }
+}
+
+fn valid(scale: Scale, v: f64) -> bool {
+    v.is_finite() && (scale == Scale::Linear || v > 0.0)
+}
+
+/// A short tick label.
+pub fn tick_label(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 10_000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else if (v - v.round()).abs() < 1e-9 * a.max(1.0) {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        let digits = (-(a.log10().floor()) as usize + 2).min(6);
+        let s = format!("{v:.digits$}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+fn nice_step(range: f64, target: f64) -> f64 {
+    let raw = range / target;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+/// Domain (in transformed units) and tick values (in data units) of an axis.
+pub fn axis(scale: Scale, min: f64, max: f64, zero: bool) -> ((f64, f64), Vec<f64>) {
+    match scale {
+        Scale::Linear => {
+            let (mut lo, mut hi) = (min, max);
+            if zero {
+                lo = lo.min(0.0);
+                hi = hi.max(0.0);
+            }
+            if hi - lo < 1e-12 {
+                let pad = (hi.abs() * 0.1).max(if zero { 0.05 } else { 1e-3 });
+                hi += pad;
+                if !(zero && lo == 0.0) {
+                    lo -= pad;
+                }
+            }
+            let step = nice_step(hi - lo, 5.0);
+            let lo = (lo / step).floor() * step;
+            let hi = (hi / step).ceil() * step;
+            let mut ticks = Vec::new();
+            let mut t = lo;
+            while t <= hi + step * 1e-6 {
+                ticks.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
+                t += step;
+            }
+            ((lo, hi), ticks)
+        }
+        Scale::Log2 => {
+            let (mut lo, mut hi) = (tr(scale, min).floor(), tr(scale, max).ceil());
+            if hi - lo < 1.0 {
+                lo -= 0.5;
+                hi += 0.5;
+            }
+            let (e0, e1) = (lo.ceil() as i32, hi.floor() as i32);
+            let every = (((e1 - e0) as f64) / 8.0).ceil().max(1.0) as i32;
+            let ticks: Vec<f64> = (e0..=e1)
+                .filter(|e| (e - e0) % every == 0)
+                .map(|e| 2f64.powi(e))
+                .collect();
+            ((lo, hi), ticks)
+        }
+        Scale::Log10 => {
+            let (mut lo, mut hi) = (min.log10(), max.log10());
+            if hi - lo < 0.3 {
+                let mid = (hi + lo) / 2.0;
+                lo = mid - 0.15;
+                hi = mid + 0.15;
+            }
+            let pad = (hi - lo) * 0.05;
+            let (lo, hi) = (lo - pad, hi + pad);
+            let mut ticks = Vec::new();
+            let mults: &[f64] = if hi - lo <= 0.7 {
+                &[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+            } else if hi - lo <= 2.5 {
+                &[1.0, 2.0, 5.0]
+            } else {
+                &[1.0]
+            };
+            for e in (lo.floor() as i32)..=(hi.ceil() as i32) {
+                for m in mults {
+                    let v = m * 10f64.powi(e);
+                    if v.log10() >= lo && v.log10() <= hi {
+                        ticks.push(v);
+                    }
+                }
+            }
+            ((lo, hi), ticks)
+        }
+    }
+}
+
+impl Chart {
+    /// Whether anything would be drawn besides reference lines.
+    pub fn has_data(&self) -> bool {
+        self.series.iter().any(|s| !s.points.is_empty()) || !self.hlines.is_empty()
+    }
+
+    pub fn render(&self) -> String {
+        let (xs, ys) = self.extent();
+        let xs = match (xs, self.x_hint) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (None, h) => h,
+            (x, None) => x,
+        };
+        let (xmin, xmax) = xs.unwrap_or((1.0, 2.0));
+        let (ymin, ymax) = ys.unwrap_or((0.0, 1.0));
+        let ((x0, x1), xticks) = axis(self.x_scale, xmin, xmax, false);
+        let ((y0, y1), yticks) = axis(self.y_scale, ymin, ymax, self.y_zero);
+        let (pw, ph) = (W - ML - MR, H - MT - MB);
+        let px = |v: f64| ML + (tr(self.x_scale, v) - x0) / (x1 - x0) * pw;
+        let py = |v: f64| MT + ph - (tr(self.y_scale, v) - y0) / (y1 - y0) * ph;
+        let cy = |v: f64| py(v).clamp(MT, MT + ph);
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><title>{t}</title>"##,
+            t = esc(&self.title)
+        );
+        let _ = write!(
+            s,
+            r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="#fff" stroke="#bbb"/>"##
+        );
+        // Grid and ticks.
+        for &t in &xticks {
+            let x = px(t);
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" y1="{MT}" x2="{x:.1}" y2="{b:.1}" stroke="#eee"/><text x="{x:.1}" y="{ty:.1}" font-size="10" text-anchor="middle" fill="#555">{l}</text>"##,
+                b = MT + ph,
+                ty = MT + ph + 13.0,
+                l = esc(&tick_label(t))
+            );
+        }
+        for &t in &yticks {
+            let y = py(t);
+            let _ = write!(
+                s,
+                r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="#eee"/><text x="{tx:.1}" y="{ty:.1}" font-size="10" text-anchor="end" fill="#555">{l}</text>"##,
+                r = ML + pw,
+                tx = ML - 4.0,
+                ty = y + 3.5,
+                l = esc(&tick_label(t))
+            );
+        }
+        // Title and axis labels.
+        let _ = write!(
+            s,
+            r##"<text x="{ML}" y="16" font-size="12" font-weight="600" fill="#222">{}</text>"##,
+            esc(&self.title)
+        );
+        let _ = write!(
+            s,
+            r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#333">{}</text>"##,
+            esc(&self.x_label),
+            x = ML + pw / 2.0,
+            y = H - 8.0
+        );
+        let _ = write!(
+            s,
+            r##"<text transform="translate(13 {y:.1}) rotate(-90)" font-size="11" text-anchor="middle" fill="#333">{}</text>"##,
+            esc(&self.y_label),
+            y = MT + ph / 2.0
+        );
+        let _ = write!(
+            s,
+            r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
+        );
+        // Reference lines (their labels go in the right margin, after the data).
+        let mut labels: Vec<(f64, &HLine)> = Vec::new();
+        for h in &self.hlines {
+            if !valid(self.y_scale, h.y) {
+                continue;
+            }
+            if let Some((lo, hi)) = h.band {
+                if valid(self.y_scale, lo) && valid(self.y_scale, hi) {
+                    let _ = write!(
+                        s,
+                        r##"<rect x="{ML}" y="{y:.1}" width="{pw}" height="{hh:.1}" fill="{c}" fill-opacity="0.12"/>"##,
+                        y = cy(hi),
+                        hh = (cy(lo) - cy(hi)).max(0.5),
+                        c = esc(&h.color)
+                    );
+                }
+            }
+            let y = py(h.y);
+            let _ = write!(
+                s,
+                r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="{d}"><title>{t}</title></line>"##,
+                r = ML + pw,
+                c = esc(&h.color),
+                d = h.dash,
+                t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
+            );
+            labels.push((cy(h.y), h));
+        }
+        s.push_str("</svg>");
+        for (y, line_y, h) in spread_labels(&labels, MT + 4.0, MT + ph) {
+            let (x0, x1) = (ML + pw, ML + pw + 4.0);
+            let _ = write!(
+                s,
+                r##"<path d="M{x0:.1},{line_y:.1} L{x1:.1},{y:.1}" stroke="{c}" stroke-width="1" fill="none"/><text class="hlabel" x="{tx:.1}" y="{ty:.1}" font-size="9.5" fill="{c}"><title>{t}</title>{text}</text>"##,
+                c = esc(&h.color),
+                tx = x1 + 2.0,
+                ty = y + 3.3,
+                t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
+                text = esc(&h.text)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
+        );
+        // Frontier: halos around the cells no other cell beats in both cost and quality.
+        if let Some(rule) = self.frontier {
+            let pts: Vec<(f64, f64)> = self
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter())
+                .filter(|p| valid(self.x_scale, p.x) && valid(self.y_scale, p.y))
+                .map(|p| (p.x, p.y))
+                .collect();
+            let front = frontier(&pts, rule);
+            if !front.is_empty() {
+                let mut d = String::new();
+                for (i, (x, y)) in front.iter().enumerate() {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1}",
+                        if i == 0 { "M" } else { " L" },
+                        px(*x),
+                        py(*y)
+                    );
+                    let _ = write!(
+                        s,
+                        r##"<circle cx="{:.1}" cy="{:.1}" r="7.5" fill="#000" fill-opacity="0.10" stroke="#777" stroke-width="1"/>"##,
+                        px(*x),
+                        py(*y)
+                    );
+                }
+                if front.len() > 1 {
+                    let _ = write!(
+                        s,
+                        r##"<path d="{d}" fill="none" stroke="#888" stroke-width="1" stroke-dasharray="3 3"/>"##
+                    );
+                }
+            }
+        }
+        // Series: bands, lines, error bars, markers.
+        for ser in &self.series {
+            let c = esc(&ser.color);
+            let pts: Vec<&Point> = ser
+                .points
+                .iter()
+                .filter(|p| valid(self.x_scale, p.x) && valid(self.y_scale, p.y))
+                .collect();
+            if ser.band && pts.len() > 1 {
+                let with: Vec<&&Point> = pts
+                    .iter()
+                    .filter(|p| {
+                        p.lo.is_some_and(|v| valid(self.y_scale, v))
+                            && p.hi.is_some_and(|v| valid(self.y_scale, v))
+                    })
+                    .collect();
+                if with.len() > 1 {
+                    let mut d = String::new();
+                    for (i, p) in with.iter().enumerate() {
+                        let _ = write!(
+                            d,
+                            "{}{:.1},{:.1}",
+                            if i == 0 { "M" } else { " L" },
+                            px(p.x),
+                            cy(p.hi.unwrap_or(p.y))
+                        );
+                    }
+                    for p in with.iter().rev() {
+                        let _ = write!(d, " L{:.1},{:.1}", px(p.x), cy(p.lo.unwrap_or(p.y)));
+                    }
+                    let _ = write!(
+                        s,
+                        r##"<path d="{d} Z" fill="{c}" fill-opacity="0.16" stroke="none"/>"##
+                    );
+                }
+            }
+            if ser.line && pts.len() > 1 {
+                let mut d = String::new();
+                for (i, p) in pts.iter().enumerate() {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1}",
+                        if i == 0 { "M" } else { " L" },
+                        px(p.x),
+                        py(p.y)
+                    );
+                }
+                let _ = write!(
+                    s,
+                    r##"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.8"/>"##
+                );
+            }
+            for p in &pts {
+                let (x, y) = (px(p.x), py(p.y));
+                if !ser.band || pts.len() == 1 {
+                    if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
+                        if valid(self.y_scale, lo) && valid(self.y_scale, hi) {
+                            let _ = write!(
+                                s,
+                                r##"<path d="M{x:.1},{a:.1} V{b:.1} M{l:.1},{a:.1} H{r:.1} M{l:.1},{b:.1} H{r:.1}" stroke="{c}" stroke-width="1" fill="none"/>"##,
+                                a = cy(lo),
+                                b = cy(hi),
+                                l = x - 3.0,
+                                r = x + 3.0
+                            );
+                        }
+                    }
+                }
+                match ser.marker {
+                    Marker::Circle => {
+                        let _ = write!(
+                            s,
+                            r##"<circle cx="{x:.1}" cy="{y:.1}" r="3.2" fill="{c}" stroke="#fff" stroke-width="0.8"><title>{t}</title></circle>"##,
+                            t = esc(&p.tip)
+                        );
+                    }
+                    Marker::Square => {
+                        let _ = write!(
+                            s,
+                            r##"<rect x="{a:.1}" y="{b:.1}" width="8" height="8" fill="{c}" stroke="#222" stroke-width="0.8"><title>{t}</title></rect>"##,
+                            a = x - 4.0,
+                            b = y - 4.0,
+                            t = esc(&p.tip)
+                        );
+                    }
+                }
+            }
+        }
+        s.push_str("</svg>");
+        if let Some(m) = &self.message {
+            let _ = write!(
+                s,
+                r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#666" stroke="#fff" stroke-width="3" paint-order="stroke">{}</text>"##,
+                esc(m),
+                x = ML + pw / 2.0,
+                y = MT + ph / 2.0
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+
+    /// Data extent of x and y over points (with CIs) and reference lines.
+    fn extent(&self) -> (Option<Range>, Option<Range>) {
+        let mut xs: Vec<f64> = Vec::new();
+        let mut ys: Vec<f64> = Vec::new();
+        for ser in &self.series {
+            for p in &ser.points {
+                if !valid(self.x_scale, p.x) || !valid(self.y_scale, p.y) {
+                    continue;
+                }
+                xs.push(p.x);
+                ys.push(p.y);
+                for v in [p.lo, p.hi].into_iter().flatten() {
+                    if valid(self.y_scale, v) {
+                        ys.push(v);
+                    }
+                }
+            }
+        }
+        for h in &self.hlines {
+            if valid(self.y_scale, h.y) {
+                ys.push(h.y);
+            }
+            if let Some((lo, hi)) = h.band {
+                ys.extend([lo, hi].into_iter().filter(|v| valid(self.y_scale, *v)));
+            }
+        }
+        let range = |v: &[f64]| {
+            (!v.is_empty()).then(|| {
+                (
+                    v.iter().copied().fold(f64::INFINITY, f64::min),
+                    v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                )
+            })
+        };
+        (range(&xs), range(&ys))
+    }
+}
+
+/// Place labels at their lines' heights, pushed apart to at least [`LABEL_GAP`] and kept
+/// within `top..=bottom`: `(label y, line y, line)`, sorted top to bottom.
+fn spread_labels<'a>(
+    labels: &[(f64, &'a HLine)],
+    top: f64,
+    bottom: f64,
+) -> Vec<(f64, f64, &'a HLine)> {
+    let mut placed: Vec<(f64, f64, &HLine)> = labels
+        .iter()
+        .map(|&(y, h)| (y.clamp(top, bottom), y, h))
+        .collect();
+    placed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for i in 1..placed.len() {
+        placed[i].0 = placed[i].0.max(placed[i - 1].0 + LABEL_GAP);
+    }
+    // Too low at the end: shift the tail back up, keeping the gaps.
+    if let Some(last) = placed.last().map(|p| p.0) {
+        if last > bottom {
+            let mut limit = bottom;
+            for p in placed.iter_mut().rev() {
+                p.0 = p.0.min(limit);
+                limit = p.0 - LABEL_GAP;
+            }
+        }
+    }
+    placed
+}
+
+/// The points (sorted by x) that no other point beats in both x (lower is better) and y.
+pub fn frontier(points: &[(f64, f64)], rule: Frontier) -> Vec<(f64, f64)> {
+    let badness = |y: f64| match rule {
+        Frontier::Lower => y,
+        Frontier::Toward(t) => (y - t).abs(),
+    };
+    let mut pts = points.to_vec();
+    pts.sort_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then(badness(a.1).total_cmp(&badness(b.1)))
+    });
+    let mut front: Vec<(f64, f64)> = Vec::new();
+    let mut best = f64::INFINITY;
+    for p in pts {
+        if badness(p.1) < best {
+            best = badness(p.1);
+            front.push(p);
+        }
+    }
+    front
+}
+
+/// A sparkline: values over runs with an optional CI band, marked points and vertical
+/// markers (e.g. commit changes). `None` values leave gaps.
+pub struct Spark<'a> {
+    pub values: &'a [Option<f64>],
+    pub bands: &'a [Option<(f64, f64)>],
+    /// Indices of points to mark as changes.
+    pub changed: &'a [usize],
+    /// Indices where a vertical marker is drawn (before that point), with its colour.
+    pub markers: &'a [(usize, &'a str)],
+    pub tips: &'a [String],
+    pub color: &'a str,
+}
+
+pub const SPARK_W: f64 = 170.0;
+pub const SPARK_H: f64 = 38.0;
+
+impl Spark<'_> {
+    pub fn render(&self) -> String {
+        let n = self.values.len();
+        let mut ys: Vec<f64> = self.values.iter().flatten().copied().collect();
+        for b in self.bands.iter().flatten() {
+            ys.push(b.0);
+            ys.push(b.1);
+        }
+        ys.retain(|v| v.is_finite());
+        let (mut lo, mut hi) = if ys.is_empty() {
+            (0.0, 1.0)
+        } else {
+            (
+                ys.iter().copied().fold(f64::INFINITY, f64::min),
+                ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )
+        };
+        if hi - lo < 1e-12 {
+            let pad = (hi.abs() * 0.05).max(1e-6);
+            lo -= pad;
+            hi += pad;
+        }
+        let (pad_x, pad_y) = (5.0, 5.0);
+        let px = |i: usize| {
+            if n <= 1 {
+                SPARK_W / 2.0
+            } else {
+                pad_x + i as f64 / (n - 1) as f64 * (SPARK_W - 2.0 * pad_x)
+            }
+        };
+        let py = |v: f64| SPARK_H - pad_y - (v - lo) / (hi - lo) * (SPARK_H - 2.0 * pad_y);
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" class="spark" viewBox="0 0 {SPARK_W} {SPARK_H}" width="{SPARK_W}" height="{SPARK_H}">"##
+        );
+        for &(i, color) in self.markers {
+            let x = (px(i) + px(i.saturating_sub(1))) / 2.0;
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" y1="1" x2="{x:.1}" y2="{b:.1}" stroke="{c}" stroke-width="1" stroke-dasharray="2 2"/>"##,
+                b = SPARK_H - 1.0,
+                c = esc(color)
+            );
+        }
+        // Band.
+        let mut upper = String::new();
+        let mut lower = Vec::new();
+        for (i, b) in self.bands.iter().enumerate() {
+            if let Some((a, c)) = b {
+                if a.is_finite() && c.is_finite() {
+                    let _ = write!(
+                        upper,
+                        "{}{:.1},{:.1}",
+                        if upper.is_empty() { "M" } else { " L" },
+                        px(i),
+                        py(*c)
+                    );
+                    lower.push((px(i), py(*a)));
+                }
+            }
+        }
+        if lower.len() > 1 {
+            for (x, y) in lower.iter().rev() {
+                let _ = write!(upper, " L{x:.1},{y:.1}");
+            }
+            let _ = write!(
+                s,
+                r##"<path d="{upper} Z" fill="{c}" fill-opacity="0.18"/>"##,
+                c = esc(self.color)
+            );
+        }
+        let mut d = String::new();
+        let mut pen = false;
+        for (i, v) in self.values.iter().enumerate() {
+            match v {
+                Some(v) if v.is_finite() => {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1}",
+                        if pen { " L" } else { " M" },
+                        px(i),
+                        py(*v)
+                    );
+                    pen = true;
+                }
+                _ => pen = false,
+            }
+        }
+        if !d.is_empty() {
+            let _ = write!(
+                s,
+                r##"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.5"/>"##,
+                c = esc(self.color)
+            );
+        }
+        for (i, v) in self.values.iter().enumerate() {
+            if let Some(v) = v.filter(|v| v.is_finite()) {
+                let changed = self.changed.contains(&i);
+                let _ = write!(
+                    s,
+                    r##"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{f}" stroke="{st}" stroke-width="1"><title>{t}</title></circle>"##,
+                    x = px(i),
+                    y = py(v),
+                    r = if changed { 3.6 } else { 2.2 },
+                    f = if changed { "#d62728" } else { self.color },
+                    st = if changed { "#7a0000" } else { "none" },
+                    t = esc(self.tips.get(i).map(String::as_str).unwrap_or(""))
+                );
+            }
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_text() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;"
+        );
+    }
+
+    #[test]
+    fn frontier_keeps_undominated_points() {
+        let pts = [(1.0, 0.9), (2.0, 0.5), (3.0, 0.6), (4.0, 0.1)];
+        assert_eq!(
+            frontier(&pts, Frontier::Lower),
+            vec![(1.0, 0.9), (2.0, 0.5), (4.0, 0.1)]
+        );
+        // Toward 2.0: 1.5 (distance 0.5) beats 3.0 (distance 1.0) at higher cost.
+        let pts = [(1.0, 3.0), (2.0, 1.5), (3.0, 2.1)];
+        assert_eq!(
+            frontier(&pts, Frontier::Toward(2.0)),
+            vec![(1.0, 3.0), (2.0, 1.5), (3.0, 2.1)]
+        );
+    }
+
+    #[test]
+    fn axes_cover_the_data_with_readable_ticks() {
+        let ((lo, hi), ticks) = axis(Scale::Linear, 1.93, 3.41, false);
+        assert!(lo <= 1.93 && hi >= 3.41, "{lo} {hi}");
+        assert!(ticks.len() >= 3 && ticks.len() <= 11, "{ticks:?}");
+        let (_, ticks) = axis(Scale::Log2, 1.0, 64.0, false);
+        assert_eq!(ticks, vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]);
+        let ((lo, hi), _) = axis(Scale::Linear, 0.0, 0.0, true);
+        assert!(lo == 0.0 && hi > 0.0);
+        assert_eq!(tick_label(0.25), "0.25");
+        assert_eq!(tick_label(16.0), "16");
+        assert_eq!(tick_label(0.125), "0.125");
+        assert_eq!(tick_label(0.0625), "0.0625");
+        assert_eq!(tick_label(0.2), "0.2");
+    }
+
+    #[test]
+    fn chart_escapes_labels_and_skips_non_finite_points() {
+        let c = Chart {
+            title: "<b>t</b>".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_scale: Scale::Log2,
+            y_scale: Scale::Linear,
+            y_zero: false,
+            series: vec![Series {
+                name: "s".into(),
+                color: "#000".into(),
+                points: vec![
+                    Point {
+                        x: 1.0,
+                        y: 2.0,
+                        lo: Some(1.5),
+                        hi: Some(2.5),
+                        tip: "<i>".into(),
+                    },
+                    Point {
+                        x: 2.0,
+                        y: f64::INFINITY,
+                        lo: None,
+                        hi: None,
+                        tip: String::new(),
+                    },
+                ],
+                line: true,
+                band: true,
+                marker: Marker::Circle,
+            }],
+            hlines: vec![],
+            frontier: Some(Frontier::Lower),
+            x_hint: None,
+            message: None,
+        };
+        let svg = c.render();
+        assert!(svg.contains("&lt;b&gt;t&lt;/b&gt;") && !svg.contains("<b>"));
+        assert!(svg.contains("&lt;i&gt;") && !svg.contains("<i>"));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+        // One marker (the infinite point is skipped), ringed as the whole frontier.
+        assert_eq!(svg.matches("r=\"3.2\"").count(), 1);
+        assert_eq!(svg.matches("r=\"7.5\"").count(), 1);
+    }
+}
