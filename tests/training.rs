@@ -84,6 +84,24 @@ fn training_learns_caches_retrains_on_change_and_refuses_corrupt_checkpoints() {
         line(&lines, "mdm/bigram-ser/L12")["record"]["output"]["bound"],
         true
     );
+    // Both are compared with the task's exact NLL of the same held-out sequences, which neither
+    // an exact NLL nor a bound on it can fall below by more than its estimation noise.
+    for key in ["mdm/bigram-ser/L12", "ar/bigram-ser/L12"] {
+        let output = &line(&lines, key)["record"]["output"];
+        let reference = output["reference_nll_per_token"].as_f64().unwrap();
+        let last = output["validation"][2]["nll_per_token"].as_f64().unwrap();
+        eprintln!(
+            "{key}: validation {last:.4}, reference {reference:.4}, entropy rate {optimum:.4}"
+        );
+        assert!(
+            (reference - optimum).abs() < 0.1,
+            "{key}: reference {reference} vs entropy rate {optimum}"
+        );
+        assert!(
+            last > reference - 0.01,
+            "{key}: validation {last} below the reference {reference}"
+        );
+    }
     // Figure 1's shape, even this small: one-step MDM sampling leaves the language far more
     // often than the AR model.
     let s = summary(&first);

@@ -15,7 +15,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::{LayerNorm, LayerNormConfig};
-use burn::tensor::activation::{gelu, log_softmax};
+use burn::tensor::activation::{gelu, log_softmax, softmax};
 use burn::tensor::module::{attention, embedding, linear};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
@@ -202,11 +202,18 @@ pub struct Block {
     pub heads: usize,
 }
 
-/// Keys and values of one block for the positions fed so far: `[batch, heads, t, head_dim]`.
+/// Keys and values of one block, preallocated for a whole generation:
+/// `[batch, heads, capacity, head_dim]`, of which positions `0..ArCache::len` are filled. New
+/// positions are written in place (`slice_assign` on a uniquely held buffer), and attention reads
+/// the filled prefix as a strided view, so a token costs no copy of the cache.
 #[derive(Debug, Clone)]
 pub struct KvCache {
     pub k: Tensor<4>,
     pub v: Tensor<4>,
+    /// The block's relative-bias table laid out per head, `[1, heads, 1, 2·max_length − 1]`,
+    /// computed once per generation: the bias row of a query at position `p` over keys
+    /// `0..p + 1` is the slice `max_length − 1 − p ..= max_length − 1`.
+    pub bias_rows: Tensor<4>,
 }
 
 impl Block {
@@ -284,38 +291,62 @@ impl Block {
         self.finish(x, context)
     }
 
-    /// Feed `x: [batch, n, hidden]` (the next `n` positions) attending to the cached keys and
-    /// values plus their own (causally); appends the new keys and values to `cache`.
-    fn forward_cached(&self, x: Tensor<3>, cache: &mut Option<KvCache>) -> Tensor<3> {
+    /// An empty cache for `batch` sequences of up to `capacity` positions.
+    fn empty_cache(&self, batch: usize, capacity: usize, device: &Device) -> KvCache {
+        let table = self.relative_bias.val();
+        let [span, heads] = table.dims();
+        let dh = self.qkv.weight.val().dims()[0] / heads;
+        KvCache {
+            k: Tensor::zeros([batch, heads, capacity, dh], device),
+            v: Tensor::zeros([batch, heads, capacity, dh], device),
+            bias_rows: table.transpose().reshape([1, heads, 1, span]),
+        }
+    }
+
+    /// Feed `x: [batch, n, hidden]` (positions `past..past + n`) attending to the cached keys
+    /// and values `0..past` plus their own (causally); writes the new keys and values into
+    /// `cache` at `past..past + n`.
+    fn forward_cached(&self, x: Tensor<3>, cache: &mut KvCache, past: usize) -> Tensor<3> {
         let (q, k, v) = self.qkv(x.clone());
-        let n = q.dims()[2];
-        let (k, v, past) = match cache.take() {
-            Some(c) => {
-                let past = c.k.dims()[2];
-                (
-                    Tensor::cat(vec![c.k, k], 2),
-                    Tensor::cat(vec![c.v, v], 2),
-                    past,
-                )
-            }
-            None => (k, v, 0),
+        let [b, heads, n, dh] = q.dims();
+        let total = past + n;
+        // Each buffer is moved out (leaving a cheap stand-in) and back, so that it stays
+        // uniquely held and `slice_assign` writes into it instead of copying it.
+        let slot = [0..b, 0..heads, past..total, 0..dh];
+        let buffer = std::mem::replace(&mut cache.k, cache.bias_rows.clone());
+        cache.k = buffer.slice_assign(slot.clone(), k);
+        let buffer = std::mem::replace(&mut cache.v, cache.bias_rows.clone());
+        cache.v = buffer.slice_assign(slot, v);
+        let keys = cache.k.clone().narrow(2, 0, total);
+        let values = cache.v.clone().narrow(2, 0, total);
+        let bias = if n == 1 {
+            let span = cache.bias_rows.dims()[3];
+            let max_len = span.div_ceil(2);
+            cache.bias_rows.clone().narrow(3, max_len - 1 - past, total)
+        } else {
+            self.position_bias(1, past, n, total)
         };
-        *cache = Some(KvCache {
-            k: k.clone(),
-            v: v.clone(),
-        });
-        let mask = (n > 1).then(|| {
+        // softmax(q kᵀ / √d_h + bias) v over the strided views (the fused `attention` op
+        // would first copy them into contiguous buffers, as large as the cache itself).
+        let scores = q
+            .matmul(keys.swap_dims(2, 3))
+            .mul_scalar(1.0 / (dh as f64).sqrt())
+            + bias;
+        let scores = if n > 1 {
             // Query i sits at absolute position past + i and may not see key j > past + i.
-            let [b, heads, _, _] = q.dims();
-            let total = past + n;
             let future: Vec<bool> = (0..n)
                 .flat_map(|i| (0..total).map(move |j| j > past + i))
                 .collect();
-            Tensor::<4, Bool>::from_data(TensorData::new(future, [1, 1, n, total]), &q.device())
-                .expand([b, heads, n, total])
-        });
-        let bias = self.position_bias(q.dims()[0], past, n, past + n);
-        let context = attention(q, k, v, mask, Some(bias), AttentionModuleOptions::default());
+            let future = Tensor::<4, Bool>::from_data(
+                TensorData::new(future, [1, 1, n, total]),
+                &scores.device(),
+            )
+            .expand([b, heads, n, total]);
+            scores.mask_fill(future, f32::NEG_INFINITY)
+        } else {
+            scores
+        };
+        let context = softmax(scores, 3).matmul(values);
         self.finish(x, context)
     }
 }
@@ -398,27 +429,86 @@ impl Transformer {
     }
 
     /// Incremental causal forward pass: feeds `tokens: [batch, n]` at positions
-    /// `cache.len()..`, using and extending the per-block KV cache. Logits `[batch, n, vocab+1]`.
+    /// `cache.len..`, using and extending the per-block KV cache (allocated on the first call
+    /// for `cache.capacity` positions, or the model's `max_length` when that is 0).
+    /// Logits `[batch, n, vocab + 1]`.
+    ///
+    /// # Panics
+    /// If the cache would overflow its capacity or the model's `max_length`, or the batch size
+    /// differs from the one the cache was allocated for.
     pub fn forward_cached(&self, tokens: Tensor<2, Int>, cache: &mut ArCache) -> Tensor<3> {
-        let n = tokens.dims()[1];
-        let mut x = self.embed(tokens, cache.len);
+        let [batch, n] = tokens.dims();
+        let past = cache.len;
         if cache.blocks.len() != self.blocks.len() {
-            cache.blocks = vec![None; self.blocks.len()];
+            let capacity = match cache.capacity {
+                0 => self.max_length(),
+                c => c.min(self.max_length()),
+            };
+            let device = tokens.device();
+            cache.capacity = capacity;
+            cache.blocks = self
+                .blocks
+                .iter()
+                .map(|b| b.empty_cache(batch, capacity, &device))
+                .collect();
         }
+        assert!(
+            past + n <= cache.capacity,
+            "KV cache overflow: {past} + {n} positions for a capacity of {}",
+            cache.capacity
+        );
+        assert_eq!(
+            cache.blocks[0].k.dims()[0],
+            batch,
+            "the KV cache was allocated for another batch size"
+        );
+        let mut x = self.embed(tokens, past);
         for (block, kv) in self.blocks.iter().zip(cache.blocks.iter_mut()) {
-            x = block.forward_cached(x, kv);
+            x = block.forward_cached(x, kv, past);
         }
         cache.len += n;
         self.output(x)
     }
 }
 
-/// The KV cache of the AR model: keys and values of every block for the positions fed so far.
+/// The KV cache of the AR model: keys and values of every block, preallocated on the first
+/// [`Transformer::forward_cached`] call. Cloning shares the buffers (Burn tensors are values: the
+/// next write to a shared buffer copies it first); [`ArCache::deep_clone`] does not.
 #[derive(Debug, Clone, Default)]
 pub struct ArCache {
-    pub blocks: Vec<Option<KvCache>>,
+    pub blocks: Vec<KvCache>,
     /// Positions fed so far.
     pub len: usize,
+    /// Positions the buffers hold; 0 until allocated = the model's `max_length`.
+    pub capacity: usize,
+}
+
+impl ArCache {
+    /// An empty cache that will hold `capacity` positions (e.g. the generation length).
+    pub fn with_capacity(capacity: usize) -> Self {
+        ArCache {
+            capacity,
+            ..Self::default()
+        }
+    }
+
+    /// A copy with buffers of its own, so that appending to it writes in place.
+    pub fn deep_clone(&self) -> Self {
+        let own = |t: &Tensor<4>| Tensor::<4>::from_data(t.to_data(), &t.device());
+        ArCache {
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| KvCache {
+                    k: own(&b.k),
+                    v: own(&b.v),
+                    bias_rows: b.bias_rows.clone(),
+                })
+                .collect(),
+            len: self.len,
+            capacity: self.capacity,
+        }
+    }
 }
 
 /// SUBS parameterisation (MDLM): log-probabilities `[batch, len, vocab + 1]` from the logits

@@ -302,7 +302,7 @@ impl Autoregressive for ArGenerator {
         }
         self.batch = batch;
         self.length = length;
-        self.cache = ArCache::default();
+        self.cache = ArCache::with_capacity(length);
         self.started = false;
         self.prefix = vec![vec![self.net.vocab as u32]; batch];
         Ok(())

@@ -128,14 +128,22 @@ pub struct MdmNoise {
 /// `u_i = (u/n + i/n) mod 1`, `t_i = (1 − ε) u_i + ε`; every token is masked independently with
 /// probability `1 − exp(−σ(t)) = (1 − ε) t` and weighted by `σ'(t)/expm1(σ(t)) = 1/t`.
 pub fn mdm_noise(x0: &[u32], batch: usize, vocab: usize, rng: &mut ChaCha8Rng) -> MdmNoise {
-    let length = x0.len() / batch;
     let u: f64 = rng.random();
+    let times: Vec<f64> = (0..batch)
+        .map(|i| {
+            let ui = (u / batch as f64 + i as f64 / batch as f64).fract();
+            (1.0 - T_EPS) * ui + T_EPS
+        })
+        .collect();
+    mdm_noise_at(x0, &times, vocab, rng)
+}
+
+/// MDLM forward noising of sequence `i` at the given time `times[i]` (in `[ε, 1]`).
+pub fn mdm_noise_at(x0: &[u32], times: &[f64], vocab: usize, rng: &mut ChaCha8Rng) -> MdmNoise {
+    let length = x0.len() / times.len().max(1);
     let mut xt = x0.to_vec();
     let mut weights = vec![0f32; x0.len()];
-    let mut ts = Vec::with_capacity(batch);
-    for i in 0..batch {
-        let ui = (u / batch as f64 + i as f64 / batch as f64).fract();
-        let t = (1.0 - T_EPS) * ui + T_EPS;
+    for (i, &t) in times.iter().enumerate() {
         let move_chance = (1.0 - T_EPS) * t;
         for j in i * length..(i + 1) * length {
             if rng.random::<f64>() < move_chance {
@@ -143,9 +151,45 @@ pub fn mdm_noise(x0: &[u32], batch: usize, vocab: usize, rng: &mut ChaCha8Rng) -
                 weights[j] = (1.0 / t) as f32;
             }
         }
-        ts.push(t);
     }
-    MdmNoise { xt, weights, t: ts }
+    MdmNoise {
+        xt,
+        weights,
+        t: times.to_vec(),
+    }
+}
+
+/// Noise draws per held-out sequence in the MDM's validation ELBO ([`evaluate`]).
+pub const VALIDATION_DRAWS: usize = 8;
+
+/// MDLM's continuous-time ELBO of one batch (nats per token, no gradients), each sequence
+/// estimated from `draws` noise draws at stratified times: draw `k` of sequence `i` is at
+/// `t = (1 − ε)(u_i + k)/draws + ε` with `u_i ~ U(0, 1)`, one time in each `1/draws`-wide stratum
+/// of `[0, 1]` (for two draws an antithetic pair `s`, `s + 1/2`). The mean of the draws is an
+/// unbiased estimate of the same bound as one draw, with far less variance: the `1/t` weight makes
+/// a single draw at small `t` very noisy, and stratification puts exactly one draw there.
+pub fn mdm_elbo(
+    net: &Transformer,
+    x0: &[u32],
+    batch: usize,
+    draws: usize,
+    rng: &mut ChaCha8Rng,
+    device: &Device,
+) -> f64 {
+    let length = x0.len() / batch;
+    let draws = draws.max(1);
+    let offsets: Vec<f64> = (0..batch).map(|_| rng.random()).collect();
+    let mut total = 0.0;
+    for k in 0..draws {
+        let times: Vec<f64> = offsets
+            .iter()
+            .map(|u| (1.0 - T_EPS) * ((u + k as f64) / draws as f64) + T_EPS)
+            .collect();
+        let noise = mdm_noise_at(x0, &times, net.vocab, rng);
+        let loss = mdm_loss_given(net, x0, &noise, batch, length, device);
+        total += loss.into_scalar::<f32>() as f64;
+    }
+    total / draws as f64
 }
 
 /// MDLM continuous-time loss of one batch (`x0`: `batch × length` real tokens):
@@ -375,8 +419,9 @@ impl Trainer {
             .valid()
     }
 
-    /// Mean training objective (nats per token) over `batches`, no update; the MDM's noise is
-    /// drawn from a fixed seed so repeated evaluations are comparable.
+    /// Held-out loss (nats per token) over `batches`, no update: see [`evaluate`] (the MDM's
+    /// ELBO from [`VALIDATION_DRAWS`] noise draws per sequence, from a fixed seed so repeated
+    /// evaluations are comparable).
     pub fn evaluate(&self, batches: &[Vec<Vec<u32>>]) -> Result<f64, String> {
         let net = self.inference_model();
         evaluate(
@@ -443,8 +488,9 @@ where
     trainer.checkpoint()
 }
 
-/// Mean loss over `batches` (no gradients); for the MDM the noise is drawn from `seed`, so the
-/// value is reproducible.
+/// Mean loss over `batches` (no gradients): the AR model's exact NLL per token, the MDM's ELBO
+/// per token from [`VALIDATION_DRAWS`] stratified noise draws per sequence ([`mdm_elbo`]) drawn
+/// from `seed`, so the value is reproducible.
 pub fn evaluate(
     kind: ModelKind,
     net: &Transformer,
@@ -455,10 +501,15 @@ pub fn evaluate(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut total = 0.0;
     for seqs in batches {
-        let length = seqs.first().map(Vec::len).unwrap_or(0);
+        if seqs.is_empty() {
+            return Err("an empty validation batch".into());
+        }
+        let length = seqs[0].len();
         let x0 = flatten_batch(seqs, seqs.len(), length, net.vocab)?;
-        let l = loss(kind, net, &x0, seqs.len(), &mut rng, device);
-        total += l.into_scalar::<f32>() as f64;
+        total += match kind {
+            ModelKind::Mdm => mdm_elbo(net, &x0, seqs.len(), VALIDATION_DRAWS, &mut rng, device),
+            ModelKind::Ar => ar_loss(net, &x0, seqs.len(), device).into_scalar::<f32>() as f64,
+        };
     }
     Ok(total / batches.len().max(1) as f64)
 }
