@@ -232,7 +232,7 @@ fn training_settings_are_checked_with_locations() {
         // A negative batch size.
         (
             base.replacen("batch_size: 32", "batch_size: -1", 1),
-            "train.batch_size must be an integer ≥ 1",
+            "train.batch_size must be at least 1",
         ),
         // A model without the `train` capability.
         (
