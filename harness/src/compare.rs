@@ -722,19 +722,7 @@ fn metric_rows(
                 throughputs(nrec, &nsr, Clock::Cpu),
             );
             judge_timing(&mut cpu, &bc, &nc, opts.timing_noise, seed("tpc"));
-            // A wall-clock change the CPU clock does not confirm is the machine (other processes
-            // on the cores), not the code: it is shown, never gated.
-            if matches!(wall.status, Status::Regressed | Status::Improved)
-                && !cpu.status.is_change()
-            {
-                wall.status = Status::ChangedNotSignificant;
-                wall.status_label = wall.status.label();
-                wall.note = Some(format!(
-                    "{}; the CPU time per token did not change ({}): the machine was busier or quieter, not the code slower — the tokens/CPU-s row decides",
-                    wall.note.as_deref().unwrap_or(""),
-                    cpu.status.label()
-                ));
-            }
+            confirm_with_cpu(&mut wall, &cpu);
             out.push(wall);
             out.push(cpu);
         } else {
@@ -742,6 +730,21 @@ fn metric_rows(
         }
     }
     out
+}
+
+/// A wall-clock regression or improvement of CPU work stands only when the CPU clock finds the
+/// same; otherwise it is the machine (other processes on the cores), not the code: it is shown
+/// as a large change, never gated, and the tokens/CPU-s row decides.
+fn confirm_with_cpu(wall: &mut Row, cpu: &Row) {
+    if matches!(wall.status, Status::Regressed | Status::Improved) && cpu.status != wall.status {
+        wall.status = Status::ChangedNotSignificant;
+        wall.status_label = wall.status.label();
+        wall.note = Some(format!(
+            "{}; the CPU time per token does not confirm it ({}): the machine was busier or quieter, not the code slower — the tokens/CPU-s row decides",
+            wall.note.as_deref().unwrap_or(""),
+            cpu.status.label()
+        ));
+    }
 }
 
 /// Whether a cell's work ran on the worker's CPU, so that its CPU clock measures it: the model
@@ -1062,4 +1065,85 @@ pub fn run_compare(
         write_atomic(p, &serde_json::to_vec_pretty(&Comparison::bmf(&n))?)?;
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(metric: &str) -> Row {
+        Row {
+            status: Status::WithinNoise,
+            status_label: Status::WithinNoise.label(),
+            key: "k".into(),
+            unit: "u".into(),
+            task: "t".into(),
+            model: "m".into(),
+            sampler: None,
+            steps: None,
+            length: 8,
+            seed: 0,
+            metric: metric.into(),
+            better: Some(Better::Higher),
+            base: None,
+            new: None,
+            delta: None,
+            rel: None,
+            ci: None,
+            rel_ci: None,
+            n_base: 0,
+            n_new: 0,
+            method: String::new(),
+            paired: false,
+            digits: 0,
+            note: None,
+            flips: Vec::new(),
+        }
+    }
+
+    /// Nine repeated measurements around `centre`, spread ±1%.
+    fn batches(centre: f64) -> Vec<f64> {
+        (0..9)
+            .map(|i| centre * (1.0 + 0.0025 * (i as f64 - 4.0)))
+            .collect()
+    }
+
+    #[test]
+    fn a_real_slowdown_regresses_and_noise_does_not() {
+        let mut r = row("tokens/s");
+        judge_timing(&mut r, &batches(100.0), &batches(77.0), 0.10, 1);
+        assert_eq!(r.status, Status::Regressed, "{:?}", r.note);
+        let mut r = row("tokens/s");
+        judge_timing(&mut r, &batches(100.0), &batches(97.0), 0.10, 1);
+        assert_eq!(r.status, Status::WithinNoise);
+        // Too few timed batches: shown, never judged.
+        let mut r = row("tokens/s");
+        judge_timing(&mut r, &batches(100.0)[..3], &batches(50.0)[..3], 0.10, 1);
+        assert_eq!(r.status, Status::ChangedNotSignificant);
+    }
+
+    #[test]
+    fn a_wall_change_the_cpu_clock_does_not_confirm_never_gates() {
+        // The machine got busier: wall time −25%, CPU time per token flat.
+        let (mut wall, mut cpu) = (row("tokens/s"), row("tokens/CPU-s"));
+        judge_timing(&mut wall, &batches(100.0), &batches(75.0), 0.10, 1);
+        judge_timing(&mut cpu, &batches(100.0), &batches(99.0), 0.10, 2);
+        assert_eq!(wall.status, Status::Regressed);
+        confirm_with_cpu(&mut wall, &cpu);
+        assert_eq!(wall.status, Status::ChangedNotSignificant);
+        assert!(!wall.status.gates());
+        // The code got slower: both clocks agree, and it gates.
+        let (mut wall, mut cpu) = (row("tokens/s"), row("tokens/CPU-s"));
+        judge_timing(&mut wall, &batches(100.0), &batches(75.0), 0.10, 1);
+        judge_timing(&mut cpu, &batches(100.0), &batches(76.0), 0.10, 2);
+        confirm_with_cpu(&mut wall, &cpu);
+        assert_eq!(wall.status, Status::Regressed);
+        assert_eq!(cpu.status, Status::Regressed);
+        // A CPU clock that only moved a little (not significant) does not confirm either.
+        let (mut wall, mut cpu) = (row("tokens/s"), row("tokens/CPU-s"));
+        judge_timing(&mut wall, &batches(100.0), &batches(75.0), 0.10, 1);
+        judge_timing(&mut cpu, &batches(100.0), &batches(88.0)[..3], 0.10, 2);
+        confirm_with_cpu(&mut wall, &cpu);
+        assert_eq!(wall.status, Status::ChangedNotSignificant);
+    }
 }
