@@ -1,0 +1,205 @@
+
+use super::*;
+
+const GOOD: &str = r#"
+name: t
+samples: 10
+lengths: [8, 16]
+seeds: [0, 1]
+tasks:
+  - name: bigram
+    plugin: dlm-formal
+    task: ngram
+    config: {order: 2, variant: ser, label: "007", temperature: 2.0}
+models:
+  - name: oracle
+    plugin: ../lib/libx.so
+    model: oracle
+samplers:
+  - sampler: ddpm_cache
+    steps: [1, 4]
+  - sampler: left_to_right
+"#;
+
+fn parse(text: &str) -> Result<Suite, SuiteError> {
+    Suite::parse(Path::new("suites/t.yaml"), text.to_string())
+}
+
+#[test]
+fn every_shipped_suite_parses_and_expands() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let suite = Suite::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!suite.cells().is_empty(), "{}", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3, "quick, cpu-fig1 and paper-fig1 at least");
+    // Models with `tasks:` run only on those tasks, and trained models carry `train:`.
+    let fig1 = Suite::load(&dir.join("paper-fig1.yaml")).unwrap();
+    let cells = fig1.cells();
+    let on = |model: &str, task: &str| {
+        cells.iter().any(|c| {
+            c.model
+                .as_ref()
+                .is_some_and(|m| m.name == model && m.train.is_some())
+                && c.task.name == task
+        })
+    };
+    assert!(on("mdm-10", "4gram") && !on("mdm-10", "2gram") && !on("mdm", "4gram"));
+}
+
+#[test]
+fn parses_and_expands() {
+    let s = parse(GOOD).unwrap();
+    assert_eq!(s.lengths, vec![8, 16]);
+    assert_eq!(s.tasks[0].config["order"], Value::from(2));
+    assert_eq!(s.tasks[0].config["label"], Value::from("007"));
+    assert_eq!(s.tasks[0].config["temperature"], Value::from(2.0));
+    assert_eq!(
+        s.models[0].plugin,
+        PluginRef::Path(PathBuf::from("suites/../lib/libx.so"))
+    );
+    assert_eq!(s.tasks[0].plugin, PluginRef::Crate("dlm-formal".into()));
+    let cells = s.cells();
+    // 2 seeds × 2 lengths × (reference + 2 ddpm_cache steps + 1 left_to_right)
+    assert_eq!(cells.len(), 2 * 2 * 4);
+    let l2r: Vec<_> = cells
+        .iter()
+        .filter(|c| {
+            c.sampler
+                .as_ref()
+                .is_some_and(|s| s.name == "left_to_right")
+        })
+        .collect();
+    assert!(l2r
+        .iter()
+        .all(|c| c.sampler.as_ref().unwrap().steps == c.length));
+    let ids: HashSet<_> = cells.iter().map(CellSpec::unit_id).collect();
+    assert_eq!(ids.len(), cells.len(), "unit ids are unique");
+}
+
+fn error_of(text: &str) -> SuiteError {
+    match parse(text) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn memory_limit_parses_and_bad_values_are_located() {
+    assert_eq!(parse(GOOD).unwrap().memory_limit, MemoryLimit::Default);
+    for (text, want) in [
+        ("8GiB", MemoryLimit::Bytes(8 << 30)),
+        ("512 MiB", MemoryLimit::Bytes(512 << 20)),
+        ("1.5g", MemoryLimit::Bytes(3 << 29)),
+        ("2GB", MemoryLimit::Bytes(2_000_000_000)),
+        ("1048576", MemoryLimit::Bytes(1 << 20)),
+        ("none", MemoryLimit::Unlimited),
+    ] {
+        let suite =
+            parse(&GOOD.replace("samples: 10", &format!("samples: 10\nmemory_limit: {text}")));
+        assert_eq!(suite.unwrap().memory_limit, want, "{text}");
+    }
+    let e = error_of(&GOOD.replace("samples: 10", "samples: 10\nmemory_limit: lots"));
+    let l = e.location.clone().unwrap();
+    assert_eq!((l.line, l.column), (4, 15), "{e}");
+    assert!(e.to_string().contains("memory_limit must be a size"), "{e}");
+    assert!(
+        error_of(&GOOD.replace("samples: 10", "samples: 10\nmemory_limit: 0"))
+            .to_string()
+            .contains("memory_limit")
+    );
+}
+
+#[test]
+fn zero_steps_is_located() {
+    let e = error_of(&GOOD.replace("steps: [1, 4]", "steps: [1, 0]"));
+    let l = e.location.clone().unwrap();
+    assert_eq!((l.line, l.column), (17, 16), "{e}");
+    assert!(e.to_string().contains("steps must be at least 1"), "{e}");
+    assert!(e.to_string().starts_with("suites/t.yaml:17:16:"), "{e}");
+}
+
+#[test]
+fn unknown_key_is_located() {
+    let e = error_of(&GOOD.replace("samples: 10", "sample: 10"));
+    let l = e.location.clone().expect("located");
+    assert_eq!(l.line, 3, "{e}");
+    assert!(e.message.contains("sample"), "{e}");
+}
+
+#[test]
+fn syntax_error_names_line() {
+    let e = error_of("name: t\nlengths: [1, 2\ntasks: []\n");
+    assert!(e.to_string().starts_with("suites/t.yaml"), "{e}");
+    assert!(e.to_string().contains(':'), "{e}");
+}
+
+#[test]
+fn wrong_type_is_located() {
+    let e = error_of(&GOOD.replace("lengths: [8, 16]", "lengths: [8, sixteen]"));
+    let l = e.location.clone().expect("located");
+    assert_eq!(l.line, 4, "{e}");
+}
+
+#[test]
+fn model_sampler_typo_suggests() {
+    let e = error_of(&GOOD.replace(
+        "    model: oracle",
+        "    model: oracle\n    samplers: [ddpm_cach]",
+    ));
+    assert!(e.message.contains("did you mean `ddpm_cache`"), "{e}");
+}
+
+#[test]
+fn every_test_suite_passes_the_stricter_checks() {
+    // tests/suites/malformed/ holds the refused ones (tests/suite_errors.rs).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suites");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            Suite::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn serde_field_lists_are_probed() {
+    // The shape checks learn the accepted keys from the serde structs themselves.
+    assert!(serde_fields::<RawSuite>().contains(&"samplers"));
+    assert!(serde_fields::<RawSuite>().contains(&"timeout_seconds"));
+    assert!(serde_fields::<RawTask>().contains(&"config"));
+    assert!(serde_fields::<RawModel>().contains(&"train"));
+    assert!(serde_fields::<RawSampler>().contains(&"params"));
+}
+
+#[test]
+fn a_config_for_a_model_and_null_settings_still_parse() {
+    let s = parse(&GOOD.replace(
+        "    model: oracle",
+        "    model: oracle\n    config:\n    samplers: [ddpm_cache, left_to_right]",
+    ))
+    .unwrap();
+    assert_eq!(s.models[0].config, Value::Null);
+    assert_eq!(s.models[0].samplers, vec![0, 1]);
+}
+
+#[test]
+fn garbage_never_panics() {
+    for text in [
+        "",
+        "[]",
+        "- 1\n- 2",
+        "name: [1]",
+        ":",
+        "name: t\nlengths: 3\n",
+        "\t\tx",
+        "name: t\ntasks: {a: 1}",
+    ] {
+        assert!(parse(text).is_err(), "{text:?}");
+    }
+}
