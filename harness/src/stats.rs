@@ -2,6 +2,8 @@
 //! Mann–Whitney U test that judges timings (asv's rule: a timing changed only when the ratio of
 //! medians passes a threshold *and* the repeated measurements differ significantly).
 
+use serde::{Deserialize, Serialize};
+
 /// Linear-interpolation quantile of sorted, non-empty data (`q` in 0..=1).
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;
@@ -120,9 +122,289 @@ fn normal_upper_tail(z: f64) -> f64 {
     erfc / 2.0
 }
 
+/// An ordinary least-squares line `y = intercept + slope·x`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinearFit {
+    pub slope: f64,
+    /// The slope's confidence interval at `confidence` (the wider of the residual t
+    /// interval and the propagated measurement interval; see `theory`'s module docs).
+    pub slope_ci: (f64, f64),
+    /// Its confidence level, e.g. 0.95.
+    pub confidence: f64,
+    pub intercept: f64,
+    /// Coefficient of determination (1 for two points; `None` when every `y` is equal).
+    pub r_squared: Option<f64>,
+    /// Points in the fit.
+    pub n: usize,
+    /// Residual degrees of freedom (`n − 2`).
+    pub df: usize,
+    /// The slope's standard error from the residuals (`None` below three points).
+    pub slope_se_residual: Option<f64>,
+    /// The slope's standard error propagated from the points' own uncertainties (`None` when
+    /// they are unknown).
+    pub slope_se_measurement: Option<f64>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics.
+
+/// The normal 97.5% quantile.
+pub const Z95: f64 = 1.959_963_984_540_054;
+
+/// Ordinary least squares of `y` on `x` (module docs, "Statistics"); `se` are the points' own
+/// standard errors, when known. `None` with fewer than two points or a constant `x`.
+pub fn fit_line(x: &[f64], y: &[f64], se: Option<&[f64]>, confidence: f64) -> Option<LinearFit> {
+    let n = x.len();
+    if n < 2 || y.len() != n || x.iter().chain(y).any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mx = x.iter().sum::<f64>() / n as f64;
+    let my = y.iter().sum::<f64>() / n as f64;
+    let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let syy: f64 = y.iter().map(|v| (v - my).powi(2)).sum();
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let sse: f64 = x
+        .iter()
+        .zip(y)
+        .map(|(a, b)| (b - intercept - slope * a).powi(2))
+        .sum();
+    let r_squared = (syy > 0.0).then(|| (1.0 - sse / syy).clamp(0.0, 1.0));
+    let df = n - 2;
+    let tail = 0.5 + confidence / 2.0;
+    let se_resid = (df > 0).then(|| (sse / df as f64 / sxx).sqrt());
+    let se_meas = se
+        .filter(|s| s.len() == n && s.iter().all(|v| v.is_finite()))
+        .map(|s| {
+            x.iter()
+                .zip(s)
+                .map(|(a, e)| ((a - mx) / sxx * e).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        });
+    let half_resid = se_resid.map(|s| t_quantile(tail, df as f64) * s);
+    let half_meas = se_meas.map(|s| normal_quantile(tail) * s);
+    let half = match (half_resid, half_meas) {
+        (Some(a), Some(b)) => a.max(b),
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => 0.0,
+    };
+    Some(LinearFit {
+        slope,
+        slope_ci: (slope - half, slope + half),
+        confidence,
+        intercept,
+        r_squared: if n == 2 { Some(1.0) } else { r_squared },
+        n,
+        df,
+        slope_se_residual: se_resid,
+        slope_se_measurement: se_meas,
+    })
+}
+
+/// `ln Γ(x)` for `x > 0` (Lanczos, g = 7, 9 terms; relative error below 1e-15).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection.
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = G[0];
+    let t = x + 7.5;
+    for (i, g) in G.iter().enumerate().skip(1) {
+        a += g / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// Continued fraction of the incomplete beta function (modified Lentz).
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..10_000 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-16 {
+            break;
+        }
+    }
+    h
+}
+
+/// The regularized incomplete beta function `I_x(a, b)`.
+pub fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_cf(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+/// Student's t CDF with `df` degrees of freedom.
+pub fn t_cdf(t: f64, df: f64) -> f64 {
+    let tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t));
+    if t >= 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// The regularized upper incomplete gamma function `Q(a, x)`.
+fn gamma_q(a: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 1.0;
+    }
+    let ln_front = a * x.ln() - x - ln_gamma(a);
+    if x < a + 1.0 {
+        // Series for P.
+        let (mut ap, mut sum) = (a, 1.0 / a);
+        let mut del = sum;
+        for _ in 0..10_000 {
+            ap += 1.0;
+            del *= x / ap;
+            sum += del;
+            if del.abs() < sum.abs() * 1e-17 {
+                break;
+            }
+        }
+        1.0 - sum * ln_front.exp()
+    } else {
+        // Continued fraction for Q (modified Lentz).
+        const TINY: f64 = 1e-300;
+        let mut b = x + 1.0 - a;
+        let mut c = 1.0 / TINY;
+        let mut d = 1.0 / b;
+        let mut h = d;
+        for i in 1..10_000 {
+            let an = -(i as f64) * (i as f64 - a);
+            b += 2.0;
+            d = an * d + b;
+            if d.abs() < TINY {
+                d = TINY;
+            }
+            c = b + an / c;
+            if c.abs() < TINY {
+                c = TINY;
+            }
+            d = 1.0 / d;
+            let del = d * c;
+            h *= del;
+            if (del - 1.0).abs() < 1e-16 {
+                break;
+            }
+        }
+        ln_front.exp() * h
+    }
+}
+
+/// The standard normal CDF, `½·erfc(−z/√2)`.
+pub fn normal_cdf(z: f64) -> f64 {
+    let erfc = |x: f64| {
+        if x >= 0.0 {
+            gamma_q(0.5, x * x)
+        } else {
+            2.0 - gamma_q(0.5, x * x)
+        }
+    };
+    0.5 * erfc(-z / std::f64::consts::SQRT_2)
+}
+
+/// Inverts an increasing CDF by bracketing and bisection.
+fn invert(cdf: impl Fn(f64) -> f64, p: f64) -> f64 {
+    if p == 0.5 {
+        return 0.0;
+    }
+    let (sign, p) = if p < 0.5 { (-1.0, 1.0 - p) } else { (1.0, p) };
+    let mut hi = 1.0;
+    while cdf(hi) < p && hi < 1e12 {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if cdf(mid) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo <= 1e-15 * hi {
+            break;
+        }
+    }
+    sign * 0.5 * (lo + hi)
+}
+
+/// The `p` quantile of Student's t with `df` degrees of freedom (`0 < p < 1`, `df > 0`).
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    invert(|t| t_cdf(t, df), p)
+}
+
+/// The `p` quantile of the standard normal distribution (`0 < p < 1`).
+pub fn normal_quantile(p: f64) -> f64 {
+    invert(normal_cdf, p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) {
+        assert!((a - b).abs() <= tol, "{a} vs {b} (tolerance {tol})");
+    }
 
     #[test]
     fn quartiles_of_known_data() {
@@ -166,5 +448,96 @@ mod tests {
         assert_eq!(mann_whitney_p(&[1.0; 20], &[1.0; 20]), Some(1.0));
         // P(Z > 1.959964) = 0.025.
         assert!((normal_upper_tail(1.959_964) - 0.025).abs() < 1e-6);
+    }
+
+    #[test]
+    fn t_quantiles_match_published_tables() {
+        // Two-sided 95% (p = 0.975) and 99% (p = 0.995) critical values.
+        for (df, q975, q995) in [
+            (1.0, 12.706_204_736, 63.656_741_163),
+            (2.0, 4.302_652_730, 9.924_843_201),
+            (3.0, 3.182_446_305, 5.840_909_310),
+            (5.0, 2.570_581_836, 4.032_142_984),
+            (10.0, 2.228_138_852, 3.169_272_673),
+            (30.0, 2.042_272_456, 2.749_995_652),
+            (120.0, 1.979_930_405, 2.617_421_145),
+        ] {
+            close(t_quantile(0.975, df), q975, 1e-7 * q975);
+            close(t_quantile(0.995, df), q995, 1e-7 * q995);
+            close(t_quantile(0.025, df), -q975, 1e-7 * q975);
+        }
+        // Closed forms: df = 1 is Cauchy (tan), df = 2 is t = (2p−1)·sqrt(2/(4p(1−p))).
+        for p in [0.6, 0.9, 0.99, 0.9995] {
+            close(
+                t_quantile(p, 1.0),
+                (std::f64::consts::PI * (p - 0.5)).tan(),
+                1e-9 * (std::f64::consts::PI * (p - 0.5)).tan(),
+            );
+            let t2 = (2.0 * p - 1.0) * (2.0 / (4.0 * p * (1.0 - p))).sqrt();
+            close(t_quantile(p, 2.0), t2, 1e-9 * t2);
+        }
+        close(t_quantile(0.5, 7.0), 0.0, 0.0);
+    }
+
+    #[test]
+    fn normal_quantiles_match_published_values() {
+        close(normal_quantile(0.975), Z95, 1e-12);
+        close(normal_quantile(0.995), 2.575_829_303_549, 1e-10);
+        close(normal_quantile(0.9995), 3.290_526_731_492, 1e-10);
+        close(normal_quantile(0.841_344_746_068_543), 1.0, 1e-10);
+        close(normal_cdf(-1.0), 0.158_655_253_931_457, 1e-14);
+        // Student's t approaches the normal.
+        close(t_quantile(0.975, 1e6), Z95, 1e-5);
+    }
+
+    #[test]
+    fn incomplete_beta_closed_forms() {
+        // I_x(1, 1) = x; I_x(a, 1) = x^a; I_x(1, b) = 1 − (1−x)^b.
+        for x in [0.01, 0.3, 0.5, 0.77, 0.999] {
+            close(incomplete_beta(1.0, 1.0, x), x, 1e-14);
+            close(incomplete_beta(3.5, 1.0, x), x.powf(3.5), 1e-13);
+            close(
+                incomplete_beta(1.0, 2.5, x),
+                1.0 - (1.0 - x).powf(2.5),
+                1e-13,
+            );
+        }
+        // Gamma function: Γ(5) = 24, Γ(1/2) = √π.
+        close(ln_gamma(5.0), 24f64.ln(), 1e-13);
+        close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-13);
+    }
+
+    #[test]
+    fn least_squares_matches_hand_computation() {
+        // y = 1 + 2x exactly: slope 2, intercept 1, R² 1, zero-width residual interval.
+        let x = [1.0, 2.0, 3.0, 4.0];
+        let y = [3.0, 5.0, 7.0, 9.0];
+        let f = fit_line(&x, &y, None, 0.95).unwrap();
+        close(f.slope, 2.0, 1e-12);
+        close(f.intercept, 1.0, 1e-12);
+        close(f.r_squared.unwrap(), 1.0, 1e-12);
+        close(f.slope_ci.1 - f.slope_ci.0, 0.0, 1e-12);
+        // A textbook case: x = 1..5, y = (2, 4, 5, 4, 5): slope 0.6, intercept 2.2,
+        // SSE = 2.4, se(slope) = sqrt(2.4/3/10) = 0.28284, R² = 3.6/6 = 0.6,
+        // 95% CI 0.6 ± 3.182446·0.28284.
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let y = [2.0, 4.0, 5.0, 4.0, 5.0];
+        let f = fit_line(&x, &y, None, 0.95).unwrap();
+        close(f.slope, 0.6, 1e-12);
+        close(f.intercept, 2.2, 1e-12);
+        close(f.r_squared.unwrap(), 0.6, 1e-12);
+        assert_eq!((f.n, f.df), (5, 3));
+        let se = (2.4f64 / 3.0 / 10.0).sqrt();
+        close(f.slope_se_residual.unwrap(), se, 1e-12);
+        close(f.slope_ci.0, 0.6 - 3.182_446_305 * se, 1e-8);
+        close(f.slope_ci.1, 0.6 + 3.182_446_305 * se, 1e-8);
+        // The measurement interval wins when it is wider: two points with known errors.
+        let f = fit_line(&[0.0, 2.0], &[1.0, 2.0], Some(&[0.3, 0.4]), 0.95).unwrap();
+        close(f.slope, 0.5, 1e-12);
+        close(f.slope_se_measurement.unwrap(), 0.25, 1e-12); // sqrt(0.3² + 0.4²) / 2
+        close(f.slope_ci.0, 0.5 - Z95 * 0.25, 1e-12);
+        assert_eq!(f.df, 0);
+        assert!(fit_line(&[1.0], &[1.0], None, 0.95).is_none());
+        assert!(fit_line(&[1.0, 1.0], &[1.0, 2.0], None, 0.95).is_none());
     }
 }

@@ -450,7 +450,7 @@ fn parse_tasks(
         let config = section_config(top, "tasks", i, source)?;
         tasks.push(TaskEntry {
             name: t.name.to_string(),
-            plugin: PluginRef::parse(&t.plugin, &suite_dir),
+            plugin: PluginRef::parse(&t.plugin, suite_dir),
             plugin_span: *t.plugin.span(),
             component: t.task.to_string(),
             component_span: *t.task.span(),
@@ -595,7 +595,7 @@ fn parse_models(
         let train = train_node.map(|n| parse_train(n, source)).transpose()?;
         models.push(ModelEntry {
             name: m.name.to_string(),
-            plugin: PluginRef::parse(&m.plugin, &suite_dir),
+            plugin: PluginRef::parse(&m.plugin, suite_dir),
             plugin_span: *m.plugin.span(),
             component: m.model.to_string(),
             component_span: *m.model.span(),
