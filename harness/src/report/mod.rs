@@ -1,0 +1,338 @@
+//! The run report: `summary.json`, `report.json` and a self-contained `report.html`, all
+//! derived from the run directory's JSONL files.
+//!
+//! The HTML is rendered with minijinja from `templates/` (compiled into the binary) with every
+//! value auto-escaped; plots are inline SVG generated here ([`svg`]), so the page needs no
+//! JavaScript, no fonts and no network. Layout: the run's identity, the verdict (per task and
+//! model × sampler: from how many steps the MDM matches the AR reference, and its speedup
+//! there), failed cells with their causes, then per task the plots, with the full table, the
+//! quality-vs-cost plots and sample sequences one click below (`<details>`).
+
+use crate::metrics::ordered_summary;
+use crate::metrics::CellSummary;
+use crate::results::{write_atomic, CellRecord, CellStatus, Manifest, RunDir, SampleRecord};
+use crate::results::{REPORT, SUMMARY};
+use crate::suite::CellSpec;
+use anyhow::{Context, Result};
+use minijinja::{context, Environment};
+use serde::Serialize;
+
+pub mod svg;
+mod task;
+mod training_table;
+mod verdict;
+
+use training_table::training_rows;
+pub use training_table::TrainingRow;
+pub use verdict::Verdict;
+
+/// The machine-readable twin of `report.html`.
+pub const REPORT_JSON: &str = "report.json";
+
+/// Sample sequences shown per cell.
+const SAMPLES_PER_CELL: usize = 4;
+
+/// All templates, compiled into the binary so a report can be written anywhere.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("style.css", include_str!("../../../templates/style.css")),
+    (
+        "report.html",
+        include_str!("../../../templates/report.html"),
+    ),
+    (
+        "compare.html",
+        include_str!("../../../templates/compare.html"),
+    ),
+    (
+        "history.html",
+        include_str!("../../../templates/history.html"),
+    ),
+];
+
+/// The template environment shared by the run report, the comparison and the history page.
+/// Auto-escaping is on for every `*.html` template (minijinja decides by the name).
+pub fn environment() -> Result<Environment<'static>> {
+    let mut env = Environment::new();
+    for (name, text) in TEMPLATES {
+        env.add_template(name, text)?;
+    }
+    env.add_filter("num", |v: Option<f64>, digits: Option<usize>| -> String {
+        fmt_num(v, digits.unwrap_or(4))
+    });
+    env.add_filter("pct", |v: Option<f64>| -> String {
+        match v {
+            Some(x) if x.is_finite() => format!("{:+.1}%", 100.0 * x),
+            Some(x) if x.is_infinite() => "∞".to_string(),
+            _ => "—".to_string(),
+        }
+    });
+    env.add_filter(
+        "signed",
+        |v: Option<f64>, digits: Option<usize>| -> String {
+            match v {
+                Some(x) if x.is_finite() => format!("{x:+.*}", digits.unwrap_or(4)),
+                Some(x) if x > 0.0 => "+∞".to_string(),
+                Some(_) => "−∞".to_string(),
+                None => "—".to_string(),
+            }
+        },
+    );
+    env.add_filter("short", |v: Option<String>| -> String {
+        v.map(|s| s.chars().take(10).collect())
+            .unwrap_or_else(|| "unknown".to_string())
+    });
+    Ok(env)
+}
+
+/// A number as the report prints it: fixed digits, `—` for missing or not finite.
+pub fn fmt_num(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        Some(x) if x.is_infinite() => "∞".to_string(),
+        _ => "—".to_string(),
+    }
+}
+
+/// Recompute the summary from the run's files and write `summary.json`, `report.json` and
+/// `report.html`.
+pub fn write_all(dir: &RunDir, order: Option<&[CellSpec]>) -> Result<Vec<CellSummary>> {
+    let (cells, samples) = dir.load_consistent()?;
+    let summary = ordered_summary(&cells, &samples, order);
+    write_atomic(&dir.file(SUMMARY), &serde_json::to_vec_pretty(&summary)?)?;
+    let manifest = dir.read_manifest()?;
+    let report = build(&manifest, &cells, &summary, &samples);
+    write_atomic(
+        &dir.file(REPORT_JSON),
+        &serde_json::to_vec_pretty(&report.twin(&manifest, &summary))?,
+    )?;
+    let training = training_rows(&crate::training::read_training(dir)?);
+    let html = render(&manifest, &report, &summary, &training)?;
+    write_atomic(&dir.file(REPORT), html.as_bytes())?;
+    Ok(summary)
+}
+
+/// Render the run report from a manifest, the cell records, their summaries and the samples.
+pub fn render_report(
+    manifest: &Manifest,
+    cells: &[CellRecord],
+    summary: &[CellSummary],
+    samples: &[SampleRecord],
+) -> Result<String> {
+    let report = build(manifest, cells, summary, samples);
+    render(manifest, &report, summary, &[])
+}
+
+fn render(
+    manifest: &Manifest,
+    report: &Report,
+    summary: &[CellSummary],
+    training: &[TrainingRow],
+) -> Result<String> {
+    let failed: Vec<&CellSummary> = summary
+        .iter()
+        .filter(|s| s.status == CellStatus::Failed)
+        .collect();
+    environment()?
+        .get_template("report.html")?
+        .render(context! {
+            manifest => manifest,
+            report => report,
+            failed => failed,
+            training => training,
+            total => summary.len(),
+            ok => summary.len() - failed.len(),
+        })
+        .context("cannot render the report")
+}
+
+/// Everything the template shows beyond the manifest and the summary rows.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub tasks: Vec<TaskSection>,
+    pub verdicts: Vec<Verdict>,
+    /// Series label → colour, for legends.
+    pub legend: Vec<LegendEntry>,
+    /// The paper's theorems checked on the run's oracle cells (`theory::analyse`), if it has
+    /// the cells for them; `theory_view` is what the page shows of it.
+    pub theory: Option<crate::theory::TheoryReport>,
+    pub theory_view: Option<crate::theory_view::TheoryView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LegendEntry {
+    pub label: String,
+    pub color: String,
+    pub ar: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskSection {
+    pub name: String,
+    pub anchor: String,
+    pub label: String,
+    pub vocab_size: Option<usize>,
+    pub lengths: Vec<usize>,
+    pub optimal_ter: Option<f64>,
+    pub support_log10_density: Option<f64>,
+    pub details: Option<String>,
+    pub verdict_lines: Vec<String>,
+    pub legend: Vec<LegendEntry>,
+    /// TER / SER / speedup against steps.
+    pub plots: Vec<Plot>,
+    /// Quality against cost (NFE, wall seconds).
+    pub cost_plots: Vec<Plot>,
+    pub rows: Vec<CellSummary>,
+    /// Metrics this task declares (columns of the cell table, values in `rows[].metrics`).
+    pub task_metrics: Vec<crate::registry::MetricDef>,
+    pub ar_units: Vec<String>,
+    pub samples: Vec<CellSamples>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Plot {
+    pub title: String,
+    /// Inline SVG, generated by [`svg`] with every text escaped.
+    pub svg: Option<String>,
+    /// Shown under the plot (omitted points, or why there is no plot).
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CellSamples {
+    pub key: String,
+    pub unit: String,
+    pub n: usize,
+    pub shown: Vec<SampleView>,
+}
+
+/// One sample sequence, split around its first invalid position for highlighting.
+#[derive(Debug, Serialize)]
+pub struct SampleView {
+    pub index: u64,
+    pub before: String,
+    pub bad: String,
+    pub after: String,
+    pub log_q: Option<f64>,
+    pub in_support: bool,
+    pub first_invalid: Option<usize>,
+    /// Task-specific fields (`extra`) as JSON text; shown escaped.
+    pub extra: Option<String>,
+}
+
+impl Report {
+    /// `report.json`: the verdicts, plot notes and the summary, without the SVG.
+    pub fn twin(&self, manifest: &Manifest, summary: &[CellSummary]) -> serde_json::Value {
+        let tasks: Vec<serde_json::Value> = self
+            .tasks
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "task": t.name,
+                    "label": t.label,
+                    "optimal_ter": t.optimal_ter,
+                    "verdict": t.verdict_lines,
+                    "plots": t.plots.iter().chain(&t.cost_plots).map(|p| serde_json::json!({
+                        "title": p.title, "drawn": p.svg.is_some(), "note": p.note,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "format": "dlm-bench report 1",
+            "run": identity(manifest),
+            "verdicts": self.verdicts,
+            "theory": self.theory,
+            "tasks": tasks,
+            "failed": summary.iter().filter(|s| s.status == CellStatus::Failed)
+                .map(|s| serde_json::json!({"key": s.key, "unit": s.unit, "cause": s.cause}))
+                .collect::<Vec<_>>(),
+            "cells": summary,
+        })
+    }
+}
+
+/// A run's identity as the JSON twins record it (the manifest without the suite text).
+pub fn identity(m: &Manifest) -> serde_json::Value {
+    serde_json::json!({
+        "suite": m.suite_name,
+        "suite_path": m.suite_path,
+        "suite_hash": m.suite_hash,
+        "git_commit": m.git_commit,
+        "git_dirty": m.git_dirty,
+        "dlm_bench_version": m.dlm_bench_version,
+        "plugins": m.plugins.iter().map(|p| serde_json::json!({
+            "name": p.name, "version": p.version, "api_version": p.api_version, "device": p.device,
+        })).collect::<Vec<_>>(),
+        "device": m.device,
+        "host": m.host,
+        "cpus": m.cpus,
+        "toolchain": m.toolchain,
+        "seeds": m.seeds,
+        "started_at": m.started_at,
+        "finished_at": m.finished_at,
+    })
+}
+
+/// The label of a cell's line in the plots: `model · sampler`, plus the length and seed when
+/// the task has several.
+fn series_label(s: &CellSummary, many_lengths: bool, many_seeds: bool) -> String {
+    let mut label = format!(
+        "{} · {}",
+        s.model,
+        s.sampler.as_deref().unwrap_or("ground truth")
+    );
+    if many_lengths {
+        label.push_str(&format!(" · L={}", s.length));
+    }
+    if many_seeds {
+        label.push_str(&format!(" · seed {}", s.seed));
+    }
+    label
+}
+
+fn overlaps(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> bool {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
+        _ => false,
+    }
+}
+
+/// An HTML id fragment: letters, digits and `-`.
+pub fn anchor(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Assemble the report's sections from the summary rows: one section per task, in the order
+/// the summary first names them.
+pub fn build(
+    manifest: &Manifest,
+    cells: &[CellRecord],
+    summary: &[CellSummary],
+    samples: &[SampleRecord],
+) -> Report {
+    let _ = manifest;
+    let run = task::RunView::new(cells, summary, samples);
+    let mut task_names: Vec<&str> = Vec::new();
+    for s in summary {
+        if !task_names.contains(&s.task.as_str()) {
+            task_names.push(&s.task);
+        }
+    }
+    let mut tasks = Vec::new();
+    let mut verdicts = Vec::new();
+    for task in task_names {
+        let (section, task_verdicts) = task::section(&run, task, summary);
+        tasks.push(section);
+        verdicts.extend(task_verdicts);
+    }
+    let theory = crate::theory::analyse(cells, summary);
+    Report {
+        tasks,
+        verdicts,
+        legend: run.legend,
+        theory_view: theory.as_ref().map(crate::theory_view::view),
+        theory,
+    }
+}

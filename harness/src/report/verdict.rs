@@ -1,0 +1,255 @@
+//! The verdict of one MDM series: from how many steps it matches its AR baseline (or the
+//! exact optimum without one), and what it costs there.
+
+use super::{anchor, fmt_num, overlaps, series_label};
+use crate::metrics::CellSummary;
+use serde::Serialize;
+
+/// The verdict for one model × sampler series of a task.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub task: String,
+    pub anchor: String,
+    pub series: String,
+    pub baseline: Option<String>,
+    pub baseline_unit: Option<String>,
+    /// `model · sampler` of the baseline cell.
+    pub baseline_label: Option<String>,
+    /// Why that baseline (or why none): see `metrics::resolve_baselines`.
+    pub baseline_rule: Option<String>,
+    pub baseline_ter: Option<f64>,
+    pub baseline_ser: Option<f64>,
+    pub optimal_ter: Option<f64>,
+    /// Fewest steps from which TER (SER) matches the baseline at every larger step count.
+    pub ter_match_steps: Option<usize>,
+    pub ser_match_steps: Option<usize>,
+    /// Fewest steps matching in both, and the speedup and NFE there.
+    pub match_steps: Option<usize>,
+    pub match_speedup: Option<f64>,
+    pub match_nfe: Option<f64>,
+    pub fewest_steps: Option<usize>,
+    pub fewest_ter: Option<f64>,
+    pub fewest_ter_infinite: bool,
+    pub fewest_ser: Option<f64>,
+    pub fewest_speedup: Option<f64>,
+    pub sentence: String,
+}
+
+/// One series' points (ascending steps) and what they are judged against.
+struct Judged<'a> {
+    points: &'a [&'a CellSummary],
+    baseline: Option<&'a CellSummary>,
+    optimal_ter: Option<f64>,
+}
+
+impl Judged<'_> {
+    /// TER matches: inside the baseline's CI, or the optimum inside the point's CI.
+    fn ter_ok(&self, r: &CellSummary) -> bool {
+        match self.baseline {
+            Some(b) => r.ter.is_some() && overlaps(r.ter_ci, b.ter_ci),
+            None => match (r.ter_ci, self.optimal_ter) {
+                (Some((lo, hi)), Some(o)) => lo <= o && o <= hi,
+                _ => false,
+            },
+        }
+    }
+
+    /// SER matches: overlapping the baseline's CI, or 0 inside the point's CI.
+    fn ser_ok(&self, r: &CellSummary) -> bool {
+        match self.baseline {
+            Some(b) => overlaps(r.ser_ci, b.ser_ci),
+            None => r.ser_ci.is_some_and(|(lo, _)| lo == 0.0),
+        }
+    }
+
+    /// Fewest steps from which the test holds at every larger step count.
+    fn from(&self, test: impl Fn(&CellSummary) -> bool) -> Option<usize> {
+        let mut best = None;
+        for r in self.points.iter().rev() {
+            if test(r) {
+                best = r.steps;
+            } else {
+                break;
+            }
+        }
+        best
+    }
+
+    /// The finite point closest to `target`, for "never" verdicts.
+    fn closest(
+        &self,
+        value: impl Fn(&CellSummary) -> Option<f64>,
+        target: Option<f64>,
+        digits: usize,
+    ) -> String {
+        let Some(target) = target else {
+            return String::new();
+        };
+        self.points
+            .iter()
+            .filter_map(|r| value(r).filter(|v| v.is_finite()).map(|v| (r, v)))
+            .min_by(|a, b| (a.1 - target).abs().total_cmp(&(b.1 - target).abs()))
+            .map(|(r, v)| {
+                format!(
+                    " (closest: {} at {} vs {})",
+                    fmt_num(Some(v), digits),
+                    steps_word(r.steps.unwrap_or(0)),
+                    fmt_num(Some(target), digits)
+                )
+            })
+            .unwrap_or_default()
+    }
+
+    /// "TER within the AR's 95% CI from 8 steps on", and the like.
+    fn describe(&self, matched: Option<usize>, what: &str, closest: String) -> String {
+        let within = if self.baseline.is_some() {
+            "within the AR's 95% CI"
+        } else {
+            "consistent with the optimum"
+        };
+        let fewest = self.points[0].steps;
+        match matched {
+            Some(s) if Some(s) == fewest && self.points.len() > 1 => {
+                format!("{what} {within} at every step count")
+            }
+            Some(s) if Some(s) == fewest => format!("{what} {within}"),
+            Some(s) => format!("{what} {within} from {} on", steps_word(s)),
+            None => format!("{what} never {within}{closest}"),
+        }
+    }
+}
+
+fn steps_word(s: usize) -> String {
+    if s == 1 {
+        "1 step".to_string()
+    } else {
+        format!("{s} steps")
+    }
+}
+
+/// What the series is judged against, for the sentence.
+fn against(baseline: Option<&CellSummary>, rule: Option<&str>, qualify: bool) -> String {
+    match (baseline, rule) {
+        (Some(b), Some(rule)) => format!("AR ({}; {rule})", series_label(b, qualify, qualify)),
+        (Some(b), None) => format!("AR ({})", series_label(b, qualify, qualify)),
+        (None, Some(rule)) => format!("the exact optimum (no AR baseline: {rule})"),
+        (None, None) => "the exact optimum (no AR cell)".to_string(),
+    }
+}
+
+/// ". With both, from 8 steps: 8 network calls per sample (AR: 64), 1.20× AR's tokens/s".
+fn matched_clause(m: &CellSummary, baseline: Option<&CellSummary>) -> String {
+    format!(
+        ". With both, from {}: {} network calls per sample{}",
+        steps_word(m.steps.unwrap_or(0)),
+        fmt_num(m.nfe, 1),
+        match (m.speedup, baseline.and_then(|b| b.nfe)) {
+            (Some(sp), Some(bn)) =>
+                format!(" (AR: {}), {:.2}× AR's tokens/s", fmt_num(Some(bn), 0), sp),
+            (Some(sp), None) => format!(", {sp:.2}× AR's tokens/s"),
+            _ => String::new(),
+        }
+    )
+}
+
+/// ". At 1 step: TER …, SER …, 3.1× AR's tokens/s".
+fn fewest_clause(fewest: &CellSummary) -> String {
+    format!(
+        ". At {}: TER {}, SER {}{}",
+        steps_word(fewest.steps.unwrap_or(0)),
+        match fewest.ter {
+            Some(t) => fmt_num(Some(t), 3),
+            None if fewest.zero_probability_samples > 0 => format!(
+                "∞ ({} of {} samples with q = 0)",
+                fewest.zero_probability_samples, fewest.n
+            ),
+            None => "—".into(),
+        },
+        fmt_num(fewest.ser, 3),
+        fewest
+            .speedup
+            .map(|s| format!(", {s:.2}× AR's tokens/s"))
+            .unwrap_or_default()
+    )
+}
+
+/// A warning when some step counts have TER significantly below the optimum.
+fn below_optimum_clause(points: &[&CellSummary], optimal_ter: Option<f64>) -> String {
+    let Some(o) = optimal_ter else {
+        return String::new();
+    };
+    let below: Vec<String> = points
+        .iter()
+        .filter(|r| r.ter_ci.is_some_and(|(_, hi)| hi < o))
+        .map(|r| r.steps.unwrap_or(0).to_string())
+        .collect();
+    if below.is_empty() {
+        return String::new();
+    }
+    format!(
+        " TER below the optimum (at {} steps): those samples are less diverse than the language — generative perplexity rewards repetition.",
+        below.join(", ")
+    )
+}
+
+/// The verdict of one MDM series against its AR baseline (or the exact optimum without one).
+pub(super) fn verdict(
+    task: &str,
+    label: &str,
+    points: &[&CellSummary],
+    baseline: Option<&CellSummary>,
+    optimal_ter: Option<f64>,
+    qualify_baseline: bool,
+) -> Verdict {
+    let judged = Judged {
+        points,
+        baseline,
+        optimal_ter,
+    };
+    let ter_match = judged.from(|r| judged.ter_ok(r));
+    let ser_match = judged.from(|r| judged.ser_ok(r));
+    let both = judged.from(|r| judged.ter_ok(r) && judged.ser_ok(r));
+    let matched = both.and_then(|s| points.iter().copied().find(|r| r.steps == Some(s)));
+    let fewest = points[0];
+    let rule = fewest.baseline_rule.clone();
+    let ter_target = baseline.and_then(|b| b.ter).or(optimal_ter);
+    let ser_target = baseline.and_then(|b| b.ser).or(Some(0.0));
+    let mut sentence = format!(
+        "{label} vs {}: {}; {}",
+        against(baseline, rule.as_deref(), qualify_baseline),
+        judged.describe(ter_match, "TER", judged.closest(|r| r.ter, ter_target, 3)),
+        judged.describe(ser_match, "SER", judged.closest(|r| r.ser, ser_target, 3))
+    );
+    if let Some(m) = matched {
+        sentence.push_str(&matched_clause(m, baseline));
+    }
+    if points.len() > 1 || matched.is_none() {
+        sentence.push_str(&fewest_clause(fewest));
+    }
+    sentence.push('.');
+    sentence.push_str(&below_optimum_clause(points, optimal_ter));
+    Verdict {
+        task: task.to_string(),
+        anchor: format!("task-{}", anchor(task)),
+        series: label.to_string(),
+        baseline: baseline.map(|b| b.key.clone()),
+        baseline_unit: baseline.map(|b| b.unit.clone()),
+        baseline_label: baseline
+            .map(|b| format!("{} · {}", b.model, b.sampler.as_deref().unwrap_or("?"))),
+        baseline_rule: rule,
+        baseline_ter: baseline.and_then(|b| b.ter),
+        baseline_ser: baseline.and_then(|b| b.ser),
+        optimal_ter,
+        ter_match_steps: ter_match,
+        ser_match_steps: ser_match,
+        match_steps: both,
+        match_speedup: matched.and_then(|m| m.speedup),
+        match_nfe: matched.and_then(|m| m.nfe),
+        fewest_steps: fewest.steps,
+        fewest_ter: fewest.ter,
+        fewest_ter_infinite: fewest.ter.is_none() && fewest.zero_probability_samples > 0,
+        fewest_ser: fewest.ser,
+        fewest_speedup: fewest.speedup,
+        sentence,
+    }
+}
