@@ -142,7 +142,80 @@ fn load_summary(dir: &Path) -> Result<Vec<CellSummary>> {
 
 /// Build the history of the runs under `root`.
 pub fn build(root: &Path) -> Result<History> {
-    let mut loaded: Vec<(PathBuf, Manifest, Vec<CellSummary>)> = Vec::new();
+    let (loaded, skipped) = load_runs(root)?;
+    let runs = history_runs(&loaded);
+    let markers = change_markers(&runs);
+    // Every metric of the registry with a better direction (informational ones, such as the
+    // unigram entropy, are not followed), task-declared ones included.
+    let all_rows: Vec<CellSummary> = loaded
+        .iter()
+        .flat_map(|(_, _, s)| s.iter().cloned())
+        .collect();
+    let defs: Vec<registry::MetricDef> = registry::for_summaries(&all_rows)
+        .into_iter()
+        .filter(|d| d.better != registry::Better::Neither)
+        .collect();
+    let mut tasks: Vec<TaskHistory> = Vec::new();
+    let mut changes: Vec<ChangeEvent> = Vec::new();
+    for (key, task, label) in cell_keys(&loaded) {
+        let cells: Vec<Option<&CellSummary>> = loaded
+            .iter()
+            .map(|(_, _, s)| s.iter().find(|c| c.key == key))
+            .collect();
+        let mut metrics_out = Vec::new();
+        for (mi, def) in defs.iter().enumerate() {
+            let mut points = metric_points(def, &cells);
+            for (i, reason) in detect_changes(def, &points) {
+                changes.push(ChangeEvent {
+                    run: i,
+                    started_at: runs[i].started_at.clone(),
+                    key: key.clone(),
+                    metric: def.label.clone(),
+                    from: points[..i]
+                        .iter()
+                        .rev()
+                        .find(|p| p.value.is_some() || p.failed)
+                        .and_then(|p| p.value),
+                    to: points[i].value,
+                    digits: def.digits,
+                    reason: reason.clone(),
+                });
+                points[i].change = Some(reason);
+            }
+            let color = SPARK_COLORS[mi % SPARK_COLORS.len()];
+            metrics_out.push(metric_series(def, points, &runs, &markers, color));
+        }
+        let entry = CellHistory {
+            key,
+            task: task.clone(),
+            label,
+            metrics: metrics_out,
+        };
+        match tasks.iter_mut().find(|t| t.name == task) {
+            Some(t) => t.cells.push(entry),
+            None => tasks.push(TaskHistory {
+                name: task,
+                cells: vec![entry],
+            }),
+        }
+    }
+    changes.sort_by(|a, b| b.run.cmp(&a.run).then_with(|| a.key.cmp(&b.key)));
+    Ok(History {
+        format: "dlm-bench history 1",
+        runs_dir: root.to_owned(),
+        runs,
+        tasks,
+        changes,
+        skipped,
+    })
+}
+
+/// A run directory with its manifest and summary rows.
+type LoadedRun = (PathBuf, Manifest, Vec<CellSummary>);
+
+/// Every readable run under `root`, oldest first, and the directories that could not be read.
+fn load_runs(root: &Path) -> Result<(Vec<LoadedRun>, Vec<String>)> {
+    let mut loaded: Vec<LoadedRun> = Vec::new();
     let mut skipped = Vec::new();
     for dir in find_runs(root) {
         let manifest = match RunDir::open_read_only(&dir).and_then(|d| d.read_manifest()) {
@@ -168,8 +241,12 @@ pub fn build(root: &Path) -> Result<History> {
             .cmp(&b.1.started_at)
             .then_with(|| a.0.cmp(&b.0))
     });
+    Ok((loaded, skipped))
+}
 
-    let mut runs: Vec<HistoryRun> = Vec::new();
+/// The runs' identities, with what changed since the previous run (commit, plugin versions).
+fn history_runs(loaded: &[LoadedRun]) -> Vec<HistoryRun> {
+    let mut runs = Vec::new();
     for (i, (dir, m, s)) in loaded.iter().enumerate() {
         let prev = i.checked_sub(1).map(|j| &loaded[j].1);
         let plugin_changes = prev
@@ -200,8 +277,12 @@ pub fn build(root: &Path) -> Result<History> {
             plugin_changes,
         });
     }
-    let markers: Vec<(usize, &str)> = runs
-        .iter()
+    runs
+}
+
+/// Vertical markers on every sparkline: a plugin version change, else a commit change.
+fn change_markers(runs: &[HistoryRun]) -> Vec<(usize, &'static str)> {
+    runs.iter()
         .filter(|r| r.index > 0)
         .filter_map(|r| {
             if !r.plugin_changes.is_empty() {
@@ -212,11 +293,13 @@ pub fn build(root: &Path) -> Result<History> {
                 None
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Cell keys in order of first appearance.
+/// Cell keys in order of first appearance, with their task and a label.
+fn cell_keys(loaded: &[LoadedRun]) -> Vec<(String, String, String)> {
     let mut keys: Vec<(String, String, String)> = Vec::new();
-    for (_, _, s) in &loaded {
+    for (_, _, s) in loaded {
         for c in s {
             if !keys.iter().any(|k| k.0 == c.key) {
                 let label = format!(
@@ -232,198 +315,165 @@ pub fn build(root: &Path) -> Result<History> {
             }
         }
     }
-    let n = loaded.len();
-    let mut tasks: Vec<TaskHistory> = Vec::new();
-    let mut changes: Vec<ChangeEvent> = Vec::new();
-    // Every metric of the registry with a better direction (informational ones, such as the
-    // unigram entropy, are not followed), task-declared ones included.
-    let all_rows: Vec<CellSummary> = loaded
-        .iter()
-        .flat_map(|(_, _, s)| s.iter().cloned())
-        .collect();
-    let defs: Vec<registry::MetricDef> = registry::for_summaries(&all_rows)
-        .into_iter()
-        .filter(|d| d.better != registry::Better::Neither)
-        .collect();
-    for (key, task, label) in &keys {
-        let cells: Vec<Option<&CellSummary>> = loaded
-            .iter()
-            .map(|(_, _, s)| s.iter().find(|c| &c.key == key))
-            .collect();
-        let mut metrics_out = Vec::new();
-        for (mi, def) in defs.iter().enumerate() {
-            let (metric, digits) = (&def.label, &def.digits);
-            let timing = def.aggregate == registry::Aggregate::Timing;
-            // Timings' spread (IQR) is not a CI of the figure: they are judged by a floor.
-            let get = |c: &CellSummary| (def.value(c), def.ci(c).filter(|_| !timing));
-            let mut points: Vec<Point> = Vec::with_capacity(n);
-            for (run, c) in cells.iter().enumerate() {
-                let failed = c.is_some_and(|c| c.status == crate::results::CellStatus::Failed);
-                let (value, ci) = match c {
-                    Some(c) if !failed => get(c),
-                    _ => (None, None),
-                };
-                // TER is infinite (not missing) when some sample has q = 0.
-                let value = match (value, c) {
-                    (None, Some(c))
-                        if def.aggregate == registry::Aggregate::Perplexity
-                            && !failed
-                            && c.zero_probability_samples > 0 =>
-                    {
-                        Some(f64::INFINITY)
-                    }
-                    (v, _) => v,
-                };
-                points.push(Point {
-                    run,
-                    value,
-                    ci,
-                    change: None,
-                    failed,
-                });
-            }
-            // Change detection against the previous run that has this cell.
-            let mut prev: Option<usize> = None;
-            for i in 0..n {
-                if points[i].value.is_none() && !points[i].failed {
-                    continue;
-                }
-                if let Some(j) = prev {
-                    let (a, b) = (&points[j], &points[i]);
-                    let reason = match (a.value, b.value) {
-                        _ if b.failed && !a.failed => Some("the cell failed".to_string()),
-                        _ if a.failed && !b.failed => Some("the cell finished again".to_string()),
-                        (Some(x), Some(y)) if x.is_infinite() != y.is_infinite() => Some(
-                            if y.is_infinite() {
-                                "became infinite"
-                            } else {
-                                "became finite"
-                            }
-                            .to_string(),
-                        ),
-                        (Some(x), Some(y)) if x.is_finite() && y.is_finite() => match a.ci {
-                            Some((lo, hi)) if y < lo || y > hi => Some(format!(
-                                "outside the previous run's 95% CI [{}, {}]",
-                                fmt_num(Some(lo), *digits),
-                                fmt_num(Some(hi), *digits)
-                            )),
-                            Some(_) => None,
-                            None if timing && x > 0.0 && (y / x - 1.0).abs() > TPS_FLOOR => {
-                                Some(format!(
-                                    "{:+.0}% {metric} (beyond the ±{:.0}% noise floor)",
-                                    100.0 * (y / x - 1.0),
-                                    TPS_FLOOR * 100.0
-                                ))
-                            }
-                            None if !timing && x > 0.0 && (y / x - 1.0).abs() > NFE_FLOOR => {
-                                Some(format!("{:+.1}% {metric}", 100.0 * (y / x - 1.0)))
-                            }
-                            None => None,
-                        },
-                        _ => None,
-                    };
-                    if let Some(r) = reason {
-                        changes.push(ChangeEvent {
-                            run: i,
-                            started_at: runs[i].started_at.clone(),
-                            key: key.clone(),
-                            metric: metric.to_string(),
-                            from: a.value,
-                            to: b.value,
-                            digits: *digits,
-                            reason: r.clone(),
-                        });
-                        points[i].change = Some(r);
-                    }
-                }
-                prev = Some(i);
-            }
-            let empty = points.iter().all(|p| p.value.is_none() && !p.failed);
-            let values: Vec<Option<f64>> = points
-                .iter()
-                .map(|p| p.value.filter(|v| v.is_finite()))
-                .collect();
-            let bands: Vec<Option<(f64, f64)>> = points.iter().map(|p| p.ci).collect();
-            let changed: Vec<usize> = points
-                .iter()
-                .filter(|p| p.change.is_some())
-                .map(|p| p.run)
-                .collect();
-            let tips: Vec<String> = points
-                .iter()
-                .map(|p| {
-                    let r = &runs[p.run];
-                    format!(
-                        "run {} ({}, {}): {}{}{}",
-                        p.run + 1,
-                        r.started_at,
-                        r.commit
-                            .as_deref()
-                            .map(|c| &c[..c.len().min(10)])
-                            .unwrap_or("unknown commit"),
-                        if p.failed {
-                            "failed".to_string()
-                        } else {
-                            fmt_num(p.value, *digits)
-                        },
-                        p.ci.map(|(a, b)| format!(
-                            " [{}, {}]",
-                            fmt_num(Some(a), *digits),
-                            fmt_num(Some(b), *digits)
-                        ))
-                        .unwrap_or_default(),
-                        p.change
-                            .as_ref()
-                            .map(|c| format!(" — change: {c}"))
-                            .unwrap_or_default()
-                    )
-                })
-                .collect();
-            let svg = if empty {
-                String::new()
-            } else {
-                svg::Spark {
-                    values: &values,
-                    bands: &bands,
-                    changed: &changed,
-                    markers: &markers,
-                    tips: &tips,
-                    color: SPARK_COLORS[mi % SPARK_COLORS.len()],
-                }
-                .render()
-            };
-            metrics_out.push(MetricSeries {
-                metric: metric.to_string(),
-                digits: *digits,
-                last: points.last().and_then(|p| p.value),
-                changes: changed.len(),
-                points,
-                svg,
-            });
-        }
-        let entry = CellHistory {
-            key: key.clone(),
-            task: task.clone(),
-            label: label.clone(),
-            metrics: metrics_out,
+    keys
+}
+
+/// One metric of one cell across the runs (`None`: the run lacks the cell).
+fn metric_points(def: &registry::MetricDef, cells: &[Option<&CellSummary>]) -> Vec<Point> {
+    let timing = def.aggregate == registry::Aggregate::Timing;
+    let mut points: Vec<Point> = Vec::with_capacity(cells.len());
+    for (run, c) in cells.iter().enumerate() {
+        let failed = c.is_some_and(|c| c.status == crate::results::CellStatus::Failed);
+        // Timings' spread (IQR) is not a CI of the figure: they are judged by a floor.
+        let (value, ci) = match c {
+            Some(c) if !failed => (def.value(c), def.ci(c).filter(|_| !timing)),
+            _ => (None, None),
         };
-        match tasks.iter_mut().find(|t| &t.name == task) {
-            Some(t) => t.cells.push(entry),
-            None => tasks.push(TaskHistory {
-                name: task.clone(),
-                cells: vec![entry],
-            }),
-        }
+        // TER is infinite (not missing) when some sample has q = 0.
+        let value = match (value, c) {
+            (None, Some(c))
+                if def.aggregate == registry::Aggregate::Perplexity
+                    && !failed
+                    && c.zero_probability_samples > 0 =>
+            {
+                Some(f64::INFINITY)
+            }
+            (v, _) => v,
+        };
+        points.push(Point {
+            run,
+            value,
+            ci,
+            change: None,
+            failed,
+        });
     }
-    changes.sort_by(|a, b| b.run.cmp(&a.run).then_with(|| a.key.cmp(&b.key)));
-    Ok(History {
-        format: "dlm-bench history 1",
-        runs_dir: root.to_owned(),
-        runs,
-        tasks,
-        changes,
-        skipped,
-    })
+    points
+}
+
+/// Changes against the previous run that has this cell: `(run, reason)`.
+fn detect_changes(def: &registry::MetricDef, points: &[Point]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut prev: Option<usize> = None;
+    for (i, b) in points.iter().enumerate() {
+        if b.value.is_none() && !b.failed {
+            continue;
+        }
+        if let Some(reason) = prev.and_then(|j| change_reason(def, &points[j], b)) {
+            out.push((i, reason));
+        }
+        prev = Some(i);
+    }
+    out
+}
+
+/// Why `b` differs from the earlier point `a`, if it does.
+fn change_reason(def: &registry::MetricDef, a: &Point, b: &Point) -> Option<String> {
+    let (metric, digits) = (&def.label, def.digits);
+    let timing = def.aggregate == registry::Aggregate::Timing;
+    match (a.value, b.value) {
+        _ if b.failed && !a.failed => Some("the cell failed".to_string()),
+        _ if a.failed && !b.failed => Some("the cell finished again".to_string()),
+        (Some(x), Some(y)) if x.is_infinite() != y.is_infinite() => Some(
+            if y.is_infinite() {
+                "became infinite"
+            } else {
+                "became finite"
+            }
+            .to_string(),
+        ),
+        (Some(x), Some(y)) if x.is_finite() && y.is_finite() => match a.ci {
+            Some((lo, hi)) if y < lo || y > hi => Some(format!(
+                "outside the previous run's 95% CI [{}, {}]",
+                fmt_num(Some(lo), digits),
+                fmt_num(Some(hi), digits)
+            )),
+            Some(_) => None,
+            None if timing && x > 0.0 && (y / x - 1.0).abs() > TPS_FLOOR => Some(format!(
+                "{:+.0}% {metric} (beyond the ±{:.0}% noise floor)",
+                100.0 * (y / x - 1.0),
+                TPS_FLOOR * 100.0
+            )),
+            None if !timing && x > 0.0 && (y / x - 1.0).abs() > NFE_FLOOR => {
+                Some(format!("{:+.1}% {metric}", 100.0 * (y / x - 1.0)))
+            }
+            None => None,
+        },
+        _ => None,
+    }
+}
+
+/// One metric's row of a cell: its points, sparkline and last value.
+fn metric_series(
+    def: &registry::MetricDef,
+    points: Vec<Point>,
+    runs: &[HistoryRun],
+    markers: &[(usize, &str)],
+    color: &str,
+) -> MetricSeries {
+    let digits = def.digits;
+    let empty = points.iter().all(|p| p.value.is_none() && !p.failed);
+    let values: Vec<Option<f64>> = points
+        .iter()
+        .map(|p| p.value.filter(|v| v.is_finite()))
+        .collect();
+    let bands: Vec<Option<(f64, f64)>> = points.iter().map(|p| p.ci).collect();
+    let changed: Vec<usize> = points
+        .iter()
+        .filter(|p| p.change.is_some())
+        .map(|p| p.run)
+        .collect();
+    let tips: Vec<String> = points.iter().map(|p| point_tip(p, runs, digits)).collect();
+    let svg = if empty {
+        String::new()
+    } else {
+        svg::Spark {
+            values: &values,
+            bands: &bands,
+            changed: &changed,
+            markers,
+            tips: &tips,
+            color,
+        }
+        .render()
+    };
+    MetricSeries {
+        metric: def.label.clone(),
+        digits,
+        last: points.last().and_then(|p| p.value),
+        changes: changed.len(),
+        points,
+        svg,
+    }
+}
+
+/// Hover text of a sparkline point: the run, its commit, the value, its CI and any change.
+fn point_tip(p: &Point, runs: &[HistoryRun], digits: usize) -> String {
+    let r = &runs[p.run];
+    format!(
+        "run {} ({}, {}): {}{}{}",
+        p.run + 1,
+        r.started_at,
+        r.commit
+            .as_deref()
+            .map(|c| &c[..c.len().min(10)])
+            .unwrap_or("unknown commit"),
+        if p.failed {
+            "failed".to_string()
+        } else {
+            fmt_num(p.value, digits)
+        },
+        p.ci.map(|(a, b)| format!(
+            " [{}, {}]",
+            fmt_num(Some(a), digits),
+            fmt_num(Some(b), digits)
+        ))
+        .unwrap_or_default(),
+        p.change
+            .as_ref()
+            .map(|c| format!(" — change: {c}"))
+            .unwrap_or_default()
+    )
 }
 
 impl History {
