@@ -7,7 +7,7 @@ use crate::report;
 use crate::results::{
     now_rfc3339, CellRecord, CellStatus, Manifest, ManifestPlugin, RunDir, SampleRecord,
 };
-use crate::suite::{did_you_mean, PluginRef, Suite, SuiteError};
+use crate::suite::{did_you_mean, CellSpec, PluginRef, Suite, SuiteError};
 use crate::training;
 use crate::worker::{self, Job, Outcome};
 use anyhow::{Context, Result};
@@ -165,106 +165,11 @@ pub(crate) fn prepare(
 
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let (suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
-
     let cells = suite.cells();
-    let manifest_plugins: Vec<ManifestPlugin> = libraries
-        .iter()
-        .filter_map(|(r, lib)| match descriptors.get(r) {
-            Some(Ok(d)) => Some(ManifestPlugin {
-                reference: r.to_string(),
-                library: lib.clone(),
-                name: d.name.clone(),
-                version: d.version.clone(),
-                api_version: d.api_version.clone(),
-                device: d.device.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
-
+    let plugins = manifest_plugins(&libraries, &descriptors);
     let dir = match (&opts.resume, &opts.out) {
-        (Some(dir), _) => {
-            let run = RunDir::open(dir)?;
-            let old = run.read_manifest()?;
-            if old.suite_hash != suite.hash {
-                anyhow::bail!(
-                    "cannot resume {}: the suite {} changed since that run started (hash {} then, {} now); start a new run",
-                    dir.display(),
-                    opts.suite.display(),
-                    &old.suite_hash[..12],
-                    &suite.hash[..12]
-                );
-            }
-            for p in &manifest_plugins {
-                if let Some(o) = old.plugins.iter().find(|o| o.name == p.name) {
-                    if o.version != p.version {
-                        anyhow::bail!(
-                            "cannot resume {}: plugin `{}` was version {} when the run started and is {} now; results would mix versions — start a new run",
-                            dir.display(), p.name, o.version, p.version
-                        );
-                    }
-                }
-            }
-            run
-        }
-        (None, out) => {
-            let path = out.clone().unwrap_or_else(|| {
-                let stamp = time::OffsetDateTime::now_utc()
-                    .format(&time::macros::format_description!(
-                        "[year][month][day]-[hour][minute][second]"
-                    ))
-                    .unwrap_or_default();
-                PathBuf::from("reports").join(format!("{}-{stamp}", suite.name))
-            });
-            let run = RunDir::create(&path)?;
-            let suite_dir = suite
-                .source
-                .path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let checkout = plugins::harness_checkout();
-            let manifest = Manifest {
-                dlm_bench_version: env!("CARGO_PKG_VERSION").to_string(),
-                // The commit of the harness's own checkout (what measured), else of the
-                // suite's folder.
-                git_commit: command_output("git", &["rev-parse", "HEAD"], &checkout)
-                    .or_else(|| command_output("git", &["rev-parse", "HEAD"], suite_dir)),
-                git_dirty: command_output("git", &["status", "--porcelain"], &checkout)
-                    .or_else(|| command_output("git", &["status", "--porcelain"], suite_dir))
-                    .map(|s| !s.is_empty()),
-                suite_name: suite.name.clone(),
-                suite_path: suite.source.path.clone(),
-                suite_hash: suite.hash.clone(),
-                suite_text: suite.source.text.clone(),
-                device: {
-                    let mut devices: Vec<String> =
-                        manifest_plugins.iter().map(|p| p.device.clone()).collect();
-                    devices.sort();
-                    devices.dedup();
-                    devices.join(", ")
-                },
-                plugins: manifest_plugins.clone(),
-                toolchain: command_output(
-                    &std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()),
-                    &["--version"],
-                    Path::new("."),
-                )
-                .unwrap_or_else(|| "unknown".into()),
-                host: command_output("hostname", &[], Path::new("."))
-                    .unwrap_or_else(|| "unknown".into()),
-                cpus: std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1),
-                seeds: suite.seeds.clone(),
-                cells_total: cells.len(),
-                started_at: now_rfc3339(),
-                finished_at: None,
-                command: std::env::args().collect(),
-            };
-            run.write_manifest(&manifest)?;
-            run
-        }
+        (Some(dir), _) => resume_dir(dir, opts, &suite, &plugins)?,
+        (None, out) => new_run_dir(out.as_deref(), &suite, plugins, cells.len())?,
     };
 
     let (previous, _) = dir.load_consistent()?;
@@ -285,23 +190,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         todo.len()
     );
 
-    let bars = MultiProgress::new();
-    let cell_bar = bars.add(ProgressBar::new(todo.len() as u64));
-    cell_bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>8} [{bar:30}] {pos}/{len} cells  {elapsed} elapsed, ETA {eta}  {msg}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    cell_bar.set_prefix("cells");
-    let sample_bar = bars.add(ProgressBar::new(0));
-    sample_bar.set_style(
-        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} samples  ETA {eta}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-
+    let (bars, cell_bar, sample_bar) = progress_bars(todo.len());
     let trained = training::ensure_trained(
         &training::units(todo.iter().copied()),
         &libraries,
@@ -314,43 +203,18 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
 
     let (mut ok, mut failed) = (0, 0);
     for cell in todo {
-        let unit = cell.unit_id();
         let key = cell.key();
         cell_bar.set_message(key.clone());
         let started = Instant::now();
-        let task_lib = &libraries[&cell.task.plugin];
-        let model_lib = cell.model.as_ref().map(|m| libraries[&m.plugin].clone());
-        let broken = std::iter::once(&cell.task.plugin)
-            .chain(cell.model.as_ref().map(|m| &m.plugin))
-            .find_map(|r| match descriptors.get(r) {
-                Some(Err(cause)) => Some(format!("plugin {r} could not be loaded: {cause}")),
-                _ => None,
-            });
-        let training = training::unit_of(cell).map(|u| match trained.get(&u.key()) {
-            Some(Ok(record)) => Ok(record.checkpoint_ref()),
-            Some(Err(cause)) => Err(format!("training {} failed: {cause}", u.key())),
-            None => Err(format!("training {} did not run", u.key())),
-        });
-        let (broken, checkpoint) = match (broken, training) {
-            (Some(cause), _) | (None, Some(Err(cause))) => (Some(cause), None),
-            (None, Some(Ok(c))) => (None, Some(c)),
-            (None, None) => (None, None),
-        };
-        let outcome = match broken {
-            Some(cause) => Outcome::Failed(cause),
-            None => {
-                let job = Job::Cell {
-                    cell: Box::new(cell.clone()),
-                    task_library: task_lib.clone(),
-                    model_library: model_lib,
-                    checkpoint,
-                };
+        let outcome = match cell_job(cell, &libraries, &descriptors, &trained) {
+            Err(cause) => Outcome::Failed(cause),
+            Ok(job) => {
                 sample_bar.reset();
                 sample_bar.set_length(cell.n as u64);
                 worker::run_job(
                     &job,
                     &dir.path.join("work"),
-                    &unit,
+                    &cell.unit_id(),
                     worker::Limits::new(
                         Duration::from_secs_f64(cell.timeout_seconds),
                         suite.memory_limit,
@@ -363,59 +227,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 )?
             }
         };
-        let mut record = CellRecord {
-            unit: unit.clone(),
-            key: key.clone(),
-            cell: cell.clone(),
-            status: CellStatus::Failed,
-            cause: None,
-            task_description: None,
-            task_plugin: None,
-            model_plugin: None,
-            model_autoregressive: false,
-            one_step_per_token: false,
-            batches: Vec::new(),
-            device: None,
-            worker_seconds: started.elapsed().as_secs_f64(),
-            finished_at: now_rfc3339(),
-        };
-        let samples: Vec<SampleRecord> = match outcome {
-            Outcome::Finished(output) => {
-                record.status = CellStatus::Ok;
-                record.task_description = Some(output.task_description);
-                record.task_plugin = Some(output.task_plugin);
-                record.model_plugin = output.model_plugin;
-                record.model_autoregressive = output.model_autoregressive;
-                record.one_step_per_token = output.one_step_per_token;
-                record.batches = output.batches;
-                record.device = output.device;
-                ok += 1;
-                output
-                    .samples
-                    .into_iter()
-                    .map(|s| {
-                        SampleRecord::new(
-                            &unit,
-                            &key,
-                            s.index,
-                            s.tokens,
-                            s.score,
-                            s.nfe,
-                            s.generated_tokens,
-                        )
-                    })
-                    .collect()
-            }
-            Outcome::Failed(cause) => {
-                bars.suspend(|| tracing::error!("cell {key} failed: {cause}"));
-                record.cause = Some(cause);
-                failed += 1;
-                Vec::new()
-            }
-            Outcome::Described(_) | Outcome::Trained(_) => {
-                anyhow::bail!("worker answered a cell job with something else")
-            }
-        };
+        if let Outcome::Failed(cause) = &outcome {
+            bars.suspend(|| tracing::error!("cell {key} failed: {cause}"));
+        }
+        let (record, samples) = cell_results(cell, outcome, started.elapsed().as_secs_f64())?;
+        match record.status {
+            CellStatus::Ok => ok += 1,
+            CellStatus::Failed => failed += 1,
+        }
         dir.append_cell(&samples, &record)
             .with_context(|| format!("cannot record the results of cell {key}"))?;
         cell_bar.inc(1);
@@ -437,6 +256,237 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         failed: failed_total.max(failed),
         skipped: cells.len() - ok - failed,
     })
+}
+
+/// The plugins the manifest records: every library whose descriptor could be read.
+fn manifest_plugins(
+    libraries: &BTreeMap<PluginRef, PathBuf>,
+    descriptors: &Descriptors,
+) -> Vec<ManifestPlugin> {
+    libraries
+        .iter()
+        .filter_map(|(r, lib)| match descriptors.get(r) {
+            Some(Ok(d)) => Some(ManifestPlugin {
+                reference: r.to_string(),
+                library: lib.clone(),
+                name: d.name.clone(),
+                version: d.version.clone(),
+                api_version: d.api_version.clone(),
+                device: d.device.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Reopen a run to finish it: only when its suite and plugin versions are unchanged, so that
+/// its results never mix versions.
+fn resume_dir(
+    dir: &Path,
+    opts: &RunOptions,
+    suite: &Suite,
+    plugins: &[ManifestPlugin],
+) -> Result<RunDir> {
+    let run = RunDir::open(dir)?;
+    let old = run.read_manifest()?;
+    if old.suite_hash != suite.hash {
+        anyhow::bail!(
+            "cannot resume {}: the suite {} changed since that run started (hash {} then, {} now); start a new run",
+            dir.display(),
+            opts.suite.display(),
+            &old.suite_hash[..12],
+            &suite.hash[..12]
+        );
+    }
+    for p in plugins {
+        if let Some(o) = old.plugins.iter().find(|o| o.name == p.name) {
+            if o.version != p.version {
+                anyhow::bail!(
+                    "cannot resume {}: plugin `{}` was version {} when the run started and is {} now; results would mix versions — start a new run",
+                    dir.display(), p.name, o.version, p.version
+                );
+            }
+        }
+    }
+    Ok(run)
+}
+
+/// Create the run directory (default `reports/<suite>-<timestamp>`) and write its manifest.
+fn new_run_dir(
+    out: Option<&Path>,
+    suite: &Suite,
+    plugins: Vec<ManifestPlugin>,
+    cells_total: usize,
+) -> Result<RunDir> {
+    let path = out.map(Path::to_path_buf).unwrap_or_else(|| {
+        let stamp = time::OffsetDateTime::now_utc()
+            .format(&time::macros::format_description!(
+                "[year][month][day]-[hour][minute][second]"
+            ))
+            .unwrap_or_default();
+        PathBuf::from("reports").join(format!("{}-{stamp}", suite.name))
+    });
+    let run = RunDir::create(&path)?;
+    run.write_manifest(&new_manifest(suite, plugins, cells_total))?;
+    Ok(run)
+}
+
+/// The identity of a new run: harness version and commit, suite, plugins, machine.
+fn new_manifest(suite: &Suite, plugins: Vec<ManifestPlugin>, cells_total: usize) -> Manifest {
+    let suite_dir = suite
+        .source
+        .path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let checkout = plugins::harness_checkout();
+    let mut devices: Vec<String> = plugins.iter().map(|p| p.device.clone()).collect();
+    devices.sort();
+    devices.dedup();
+    Manifest {
+        dlm_bench_version: env!("CARGO_PKG_VERSION").to_string(),
+        // The commit of the harness's own checkout (what measured), else of the suite's folder.
+        git_commit: command_output("git", &["rev-parse", "HEAD"], &checkout)
+            .or_else(|| command_output("git", &["rev-parse", "HEAD"], suite_dir)),
+        git_dirty: command_output("git", &["status", "--porcelain"], &checkout)
+            .or_else(|| command_output("git", &["status", "--porcelain"], suite_dir))
+            .map(|s| !s.is_empty()),
+        suite_name: suite.name.clone(),
+        suite_path: suite.source.path.clone(),
+        suite_hash: suite.hash.clone(),
+        suite_text: suite.source.text.clone(),
+        device: devices.join(", "),
+        plugins,
+        toolchain: command_output(
+            &std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()),
+            &["--version"],
+            Path::new("."),
+        )
+        .unwrap_or_else(|| "unknown".into()),
+        host: command_output("hostname", &[], Path::new(".")).unwrap_or_else(|| "unknown".into()),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        seeds: suite.seeds.clone(),
+        cells_total,
+        started_at: now_rfc3339(),
+        finished_at: None,
+        command: std::env::args().collect(),
+    }
+}
+
+/// The progress display: cells done, and the current cell's samples.
+fn progress_bars(cells: usize) -> (MultiProgress, ProgressBar, ProgressBar) {
+    let bars = MultiProgress::new();
+    let cell_bar = bars.add(ProgressBar::new(cells as u64));
+    cell_bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>8} [{bar:30}] {pos}/{len} cells  {elapsed} elapsed, ETA {eta}  {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    cell_bar.set_prefix("cells");
+    let sample_bar = bars.add(ProgressBar::new(0));
+    sample_bar.set_style(
+        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} samples  ETA {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    (bars, cell_bar, sample_bar)
+}
+
+/// The worker job of a cell, or why it cannot run (a plugin that did not load, a training
+/// that failed).
+fn cell_job(
+    cell: &CellSpec,
+    libraries: &BTreeMap<PluginRef, PathBuf>,
+    descriptors: &Descriptors,
+    trained: &BTreeMap<String, std::result::Result<training::TrainRecord, String>>,
+) -> std::result::Result<Job, String> {
+    let broken = std::iter::once(&cell.task.plugin)
+        .chain(cell.model.as_ref().map(|m| &m.plugin))
+        .find_map(|r| match descriptors.get(r) {
+            Some(Err(cause)) => Some(format!("plugin {r} could not be loaded: {cause}")),
+            _ => None,
+        });
+    if let Some(cause) = broken {
+        return Err(cause);
+    }
+    let checkpoint = match training::unit_of(cell) {
+        None => None,
+        Some(u) => match trained.get(&u.key()) {
+            Some(Ok(record)) => Some(record.checkpoint_ref()),
+            Some(Err(cause)) => return Err(format!("training {} failed: {cause}", u.key())),
+            None => return Err(format!("training {} did not run", u.key())),
+        },
+    };
+    Ok(Job::Cell {
+        cell: Box::new(cell.clone()),
+        task_library: libraries[&cell.task.plugin].clone(),
+        model_library: cell.model.as_ref().map(|m| libraries[&m.plugin].clone()),
+        checkpoint,
+    })
+}
+
+/// The cell's record and samples from the worker's outcome.
+fn cell_results(
+    cell: &CellSpec,
+    outcome: Outcome,
+    worker_seconds: f64,
+) -> Result<(CellRecord, Vec<SampleRecord>)> {
+    let (unit, key) = (cell.unit_id(), cell.key());
+    let mut record = CellRecord {
+        unit: unit.clone(),
+        key: key.clone(),
+        cell: cell.clone(),
+        status: CellStatus::Failed,
+        cause: None,
+        task_description: None,
+        task_plugin: None,
+        model_plugin: None,
+        model_autoregressive: false,
+        one_step_per_token: false,
+        batches: Vec::new(),
+        device: None,
+        worker_seconds,
+        finished_at: now_rfc3339(),
+    };
+    let samples = match outcome {
+        Outcome::Finished(output) => {
+            record.status = CellStatus::Ok;
+            record.task_description = Some(output.task_description);
+            record.task_plugin = Some(output.task_plugin);
+            record.model_plugin = output.model_plugin;
+            record.model_autoregressive = output.model_autoregressive;
+            record.one_step_per_token = output.one_step_per_token;
+            record.batches = output.batches;
+            record.device = output.device;
+            output
+                .samples
+                .into_iter()
+                .map(|s| {
+                    SampleRecord::new(
+                        &unit,
+                        &key,
+                        s.index,
+                        s.tokens,
+                        s.score,
+                        s.nfe,
+                        s.generated_tokens,
+                    )
+                })
+                .collect()
+        }
+        Outcome::Failed(cause) => {
+            record.cause = Some(cause);
+            Vec::new()
+        }
+        Outcome::Described(_) | Outcome::Trained(_) => {
+            anyhow::bail!("worker answered a cell job with something else")
+        }
+    };
+    Ok((record, samples))
 }
 
 fn tempfile_dir() -> Result<PathBuf> {
