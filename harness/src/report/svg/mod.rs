@@ -240,6 +240,40 @@ impl Chart {
     }
 
     pub fn render(&self) -> String {
+        let (frame, xticks, yticks) = self.frame();
+        let f = &frame;
+        let (pw, ph) = (f.pw, f.ph);
+        let mut s = String::new();
+        self.draw_axes(&mut s, f, &xticks, &yticks);
+        // The data area clips what it draws; reference labels go in the right margin.
+        let inner = format!(
+            r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
+        );
+        s.push_str(&inner);
+        let labels = self.draw_reference_lines(&mut s, f);
+        s.push_str("</svg>");
+        draw_reference_labels(&mut s, &labels, pw, ph);
+        s.push_str(&inner);
+        self.draw_frontier(&mut s, f);
+        for ser in &self.series {
+            self.draw_series(&mut s, f, ser);
+        }
+        s.push_str("</svg>");
+        if let Some(m) = &self.message {
+            let _ = write!(
+                s,
+                r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#666" stroke="#fff" stroke-width="3" paint-order="stroke">{}</text>"##,
+                esc(m),
+                x = ML + pw / 2.0,
+                y = MT + ph / 2.0
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+
+    /// The plot frame over the data extent (widened to `x_hint`), with the ticks of both axes.
+    fn frame(&self) -> (Frame, Vec<f64>, Vec<f64>) {
         let (xs, ys) = self.extent();
         let xs = match (xs, self.x_hint) {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
@@ -250,11 +284,21 @@ impl Chart {
         let (ymin, ymax) = ys.unwrap_or((0.0, 1.0));
         let ((x0, x1), xticks) = axis(self.x_scale, xmin, xmax, false);
         let ((y0, y1), yticks) = axis(self.y_scale, ymin, ymax, self.y_zero);
-        let (pw, ph) = (W - ML - MR, H - MT - MB);
-        let px = |v: f64| ML + (tr(self.x_scale, v) - x0) / (x1 - x0) * pw;
-        let py = |v: f64| MT + ph - (tr(self.y_scale, v) - y0) / (y1 - y0) * ph;
-        let cy = |v: f64| py(v).clamp(MT, MT + ph);
-        let mut s = String::new();
+        let frame = Frame {
+            x_scale: self.x_scale,
+            y_scale: self.y_scale,
+            x: (x0, x1),
+            y: (y0, y1),
+            pw: W - ML - MR,
+            ph: H - MT - MB,
+        };
+        (frame, xticks, yticks)
+    }
+
+    /// Frame, grid, ticks, title and axis labels.
+    fn draw_axes(&self, s: &mut String, f: &Frame, xticks: &[f64], yticks: &[f64]) {
+        let (px, py) = (|v| f.px(v), |v| f.py(v));
+        let (pw, ph) = (f.pw, f.ph);
         let _ = write!(
             s,
             r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><title>{t}</title>"##,
@@ -265,7 +309,7 @@ impl Chart {
             r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="#fff" stroke="#bbb"/>"##
         );
         // Grid and ticks.
-        for &t in &xticks {
+        for &t in xticks {
             let x = px(t);
             let _ = write!(
                 s,
@@ -275,7 +319,7 @@ impl Chart {
                 l = esc(&tick_label(t))
             );
         }
-        for &t in &yticks {
+        for &t in yticks {
             let y = py(t);
             let _ = write!(
                 s,
@@ -305,11 +349,12 @@ impl Chart {
             esc(&self.y_label),
             y = MT + ph / 2.0
         );
-        let _ = write!(
-            s,
-            r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
-        );
-        // Reference lines (their labels go in the right margin, after the data).
+    }
+
+    /// Reference lines with their CI bands; returns where each label wants to sit.
+    fn draw_reference_lines<'h>(&'h self, s: &mut String, f: &Frame) -> Vec<(f64, &'h HLine)> {
+        let (py, cy) = (|v| f.py(v), |v| f.cy(v));
+        let pw = f.pw;
         let mut labels: Vec<(f64, &HLine)> = Vec::new();
         for h in &self.hlines {
             if !valid(self.y_scale, h.y) {
@@ -337,24 +382,12 @@ impl Chart {
             );
             labels.push((cy(h.y), h));
         }
-        s.push_str("</svg>");
-        for (y, line_y, h) in spread_labels(&labels, MT + 4.0, MT + ph) {
-            let (x0, x1) = (ML + pw, ML + pw + 4.0);
-            let _ = write!(
-                s,
-                r##"<path d="M{x0:.1},{line_y:.1} L{x1:.1},{y:.1}" stroke="{c}" stroke-width="1" fill="none"/><text class="hlabel" x="{tx:.1}" y="{ty:.1}" font-size="9.5" fill="{c}"><title>{t}</title>{text}</text>"##,
-                c = esc(&h.color),
-                tx = x1 + 2.0,
-                ty = y + 3.3,
-                t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
-                text = esc(&h.text)
-            );
-        }
-        let _ = write!(
-            s,
-            r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
-        );
-        // Frontier: halos around the cells no other cell beats in both cost and quality.
+        labels
+    }
+
+    /// Frontier: halos around the cells no other cell beats in both cost and quality.
+    fn draw_frontier(&self, s: &mut String, f: &Frame) {
+        let (px, py) = (|v| f.px(v), |v| f.py(v));
         if let Some(rule) = self.frontier {
             let pts: Vec<(f64, f64)> = self
                 .series
@@ -389,106 +422,96 @@ impl Chart {
                 }
             }
         }
-        // Series: bands, lines, error bars, markers.
-        for ser in &self.series {
-            let c = esc(&ser.color);
-            let pts: Vec<&Point> = ser
-                .points
+    }
+
+    /// One series: its CI band, line, error bars and markers.
+    fn draw_series(&self, s: &mut String, f: &Frame, ser: &Series) {
+        let (px, py, cy) = (|v| f.px(v), |v| f.py(v), |v| f.cy(v));
+        let c = esc(&ser.color);
+        let pts: Vec<&Point> = ser
+            .points
+            .iter()
+            .filter(|p| valid(self.x_scale, p.x) && valid(self.y_scale, p.y))
+            .collect();
+        if ser.band && pts.len() > 1 {
+            let with: Vec<&&Point> = pts
                 .iter()
-                .filter(|p| valid(self.x_scale, p.x) && valid(self.y_scale, p.y))
+                .filter(|p| {
+                    p.lo.is_some_and(|v| valid(self.y_scale, v))
+                        && p.hi.is_some_and(|v| valid(self.y_scale, v))
+                })
                 .collect();
-            if ser.band && pts.len() > 1 {
-                let with: Vec<&&Point> = pts
-                    .iter()
-                    .filter(|p| {
-                        p.lo.is_some_and(|v| valid(self.y_scale, v))
-                            && p.hi.is_some_and(|v| valid(self.y_scale, v))
-                    })
-                    .collect();
-                if with.len() > 1 {
-                    let mut d = String::new();
-                    for (i, p) in with.iter().enumerate() {
-                        let _ = write!(
-                            d,
-                            "{}{:.1},{:.1}",
-                            if i == 0 { "M" } else { " L" },
-                            px(p.x),
-                            cy(p.hi.unwrap_or(p.y))
-                        );
-                    }
-                    for p in with.iter().rev() {
-                        let _ = write!(d, " L{:.1},{:.1}", px(p.x), cy(p.lo.unwrap_or(p.y)));
-                    }
-                    let _ = write!(
-                        s,
-                        r##"<path d="{d} Z" fill="{c}" fill-opacity="0.16" stroke="none"/>"##
-                    );
-                }
-            }
-            if ser.line && pts.len() > 1 {
+            if with.len() > 1 {
                 let mut d = String::new();
-                for (i, p) in pts.iter().enumerate() {
+                for (i, p) in with.iter().enumerate() {
                     let _ = write!(
                         d,
                         "{}{:.1},{:.1}",
                         if i == 0 { "M" } else { " L" },
                         px(p.x),
-                        py(p.y)
+                        cy(p.hi.unwrap_or(p.y))
                     );
+                }
+                for p in with.iter().rev() {
+                    let _ = write!(d, " L{:.1},{:.1}", px(p.x), cy(p.lo.unwrap_or(p.y)));
                 }
                 let _ = write!(
                     s,
-                    r##"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.8"/>"##
+                    r##"<path d="{d} Z" fill="{c}" fill-opacity="0.16" stroke="none"/>"##
                 );
             }
-            for p in &pts {
-                let (x, y) = (px(p.x), py(p.y));
-                if !ser.band || pts.len() == 1 {
-                    if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
-                        if valid(self.y_scale, lo) && valid(self.y_scale, hi) {
-                            let _ = write!(
-                                s,
-                                r##"<path d="M{x:.1},{a:.1} V{b:.1} M{l:.1},{a:.1} H{r:.1} M{l:.1},{b:.1} H{r:.1}" stroke="{c}" stroke-width="1" fill="none"/>"##,
-                                a = cy(lo),
-                                b = cy(hi),
-                                l = x - 3.0,
-                                r = x + 3.0
-                            );
-                        }
-                    }
-                }
-                match ser.marker {
-                    Marker::Circle => {
+        }
+        if ser.line && pts.len() > 1 {
+            let mut d = String::new();
+            for (i, p) in pts.iter().enumerate() {
+                let _ = write!(
+                    d,
+                    "{}{:.1},{:.1}",
+                    if i == 0 { "M" } else { " L" },
+                    px(p.x),
+                    py(p.y)
+                );
+            }
+            let _ = write!(
+                s,
+                r##"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.8"/>"##
+            );
+        }
+        for p in &pts {
+            let (x, y) = (px(p.x), py(p.y));
+            if !ser.band || pts.len() == 1 {
+                if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
+                    if valid(self.y_scale, lo) && valid(self.y_scale, hi) {
                         let _ = write!(
                             s,
-                            r##"<circle cx="{x:.1}" cy="{y:.1}" r="3.2" fill="{c}" stroke="#fff" stroke-width="0.8"><title>{t}</title></circle>"##,
-                            t = esc(&p.tip)
-                        );
-                    }
-                    Marker::Square => {
-                        let _ = write!(
-                            s,
-                            r##"<rect x="{a:.1}" y="{b:.1}" width="8" height="8" fill="{c}" stroke="#222" stroke-width="0.8"><title>{t}</title></rect>"##,
-                            a = x - 4.0,
-                            b = y - 4.0,
-                            t = esc(&p.tip)
+                            r##"<path d="M{x:.1},{a:.1} V{b:.1} M{l:.1},{a:.1} H{r:.1} M{l:.1},{b:.1} H{r:.1}" stroke="{c}" stroke-width="1" fill="none"/>"##,
+                            a = cy(lo),
+                            b = cy(hi),
+                            l = x - 3.0,
+                            r = x + 3.0
                         );
                     }
                 }
             }
+            match ser.marker {
+                Marker::Circle => {
+                    let _ = write!(
+                        s,
+                        r##"<circle cx="{x:.1}" cy="{y:.1}" r="3.2" fill="{c}" stroke="#fff" stroke-width="0.8"><title>{t}</title></circle>"##,
+                        t = esc(&p.tip)
+                    );
+                }
+                Marker::Square => {
+                    let _ = write!(
+                        s,
+                        r##"<rect x="{a:.1}" y="{b:.1}" width="8" height="8" fill="{c}" stroke="#222" stroke-width="0.8"><title>{t}</title></rect>"##,
+                        a = x - 4.0,
+                        b = y - 4.0,
+                        t = esc(&p.tip)
+                    );
+                }
+            }
         }
-        s.push_str("</svg>");
-        if let Some(m) = &self.message {
-            let _ = write!(
-                s,
-                r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#666" stroke="#fff" stroke-width="3" paint-order="stroke">{}</text>"##,
-                esc(m),
-                x = ML + pw / 2.0,
-                y = MT + ph / 2.0
-            );
-        }
-        s.push_str("</svg>");
-        s
     }
 
     /// Data extent of x and y over points (with CIs) and reference lines.
@@ -526,6 +549,49 @@ impl Chart {
             })
         };
         (range(&xs), range(&ys))
+    }
+}
+
+/// The reference lines' labels in the right margin, spread so that none overlap, each with a
+/// leader to its line.
+fn draw_reference_labels(s: &mut String, labels: &[(f64, &HLine)], pw: f64, ph: f64) {
+    for (y, line_y, h) in spread_labels(labels, MT + 4.0, MT + ph) {
+        let (x0, x1) = (ML + pw, ML + pw + 4.0);
+        let _ = write!(
+            s,
+            r##"<path d="M{x0:.1},{line_y:.1} L{x1:.1},{y:.1}" stroke="{c}" stroke-width="1" fill="none"/><text class="hlabel" x="{tx:.1}" y="{ty:.1}" font-size="9.5" fill="{c}"><title>{t}</title>{text}</text>"##,
+            c = esc(&h.color),
+            tx = x1 + 2.0,
+            ty = y + 3.3,
+            t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
+            text = esc(&h.text)
+        );
+    }
+}
+
+/// Maps data to pixels inside the plot area.
+struct Frame {
+    x_scale: Scale,
+    y_scale: Scale,
+    /// The axes' ranges, in transformed units.
+    x: (f64, f64),
+    y: (f64, f64),
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn px(&self, v: f64) -> f64 {
+        ML + (tr(self.x_scale, v) - self.x.0) / (self.x.1 - self.x.0) * self.pw
+    }
+
+    fn py(&self, v: f64) -> f64 {
+        MT + self.ph - (tr(self.y_scale, v) - self.y.0) / (self.y.1 - self.y.0) * self.ph
+    }
+
+    /// `py` clamped to the plot area (CI bands reach past it).
+    fn cy(&self, v: f64) -> f64 {
+        self.py(v).clamp(MT, MT + self.ph)
     }
 }
 
@@ -712,91 +778,4 @@ impl Spark<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_text() {
-        assert_eq!(
-            esc("<script>alert('x')</script> & \""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;"
-        );
-    }
-
-    #[test]
-    fn frontier_keeps_undominated_points() {
-        let pts = [(1.0, 0.9), (2.0, 0.5), (3.0, 0.6), (4.0, 0.1)];
-        assert_eq!(
-            frontier(&pts, Frontier::Lower),
-            vec![(1.0, 0.9), (2.0, 0.5), (4.0, 0.1)]
-        );
-        // Toward 2.0: 1.5 (distance 0.5) beats 3.0 (distance 1.0) at higher cost.
-        let pts = [(1.0, 3.0), (2.0, 1.5), (3.0, 2.1)];
-        assert_eq!(
-            frontier(&pts, Frontier::Toward(2.0)),
-            vec![(1.0, 3.0), (2.0, 1.5), (3.0, 2.1)]
-        );
-    }
-
-    #[test]
-    fn axes_cover_the_data_with_readable_ticks() {
-        let ((lo, hi), ticks) = axis(Scale::Linear, 1.93, 3.41, false);
-        assert!(lo <= 1.93 && hi >= 3.41, "{lo} {hi}");
-        assert!(ticks.len() >= 3 && ticks.len() <= 11, "{ticks:?}");
-        let (_, ticks) = axis(Scale::Log2, 1.0, 64.0, false);
-        assert_eq!(ticks, vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]);
-        let ((lo, hi), _) = axis(Scale::Linear, 0.0, 0.0, true);
-        assert!(lo == 0.0 && hi > 0.0);
-        assert_eq!(tick_label(0.25), "0.25");
-        assert_eq!(tick_label(16.0), "16");
-        assert_eq!(tick_label(0.125), "0.125");
-        assert_eq!(tick_label(0.0625), "0.0625");
-        assert_eq!(tick_label(0.2), "0.2");
-    }
-
-    #[test]
-    fn chart_escapes_labels_and_skips_non_finite_points() {
-        let c = Chart {
-            title: "<b>t</b>".into(),
-            x_label: "x".into(),
-            y_label: "y".into(),
-            x_scale: Scale::Log2,
-            y_scale: Scale::Linear,
-            y_zero: false,
-            series: vec![Series {
-                name: "s".into(),
-                color: "#000".into(),
-                points: vec![
-                    Point {
-                        x: 1.0,
-                        y: 2.0,
-                        lo: Some(1.5),
-                        hi: Some(2.5),
-                        tip: "<i>".into(),
-                    },
-                    Point {
-                        x: 2.0,
-                        y: f64::INFINITY,
-                        lo: None,
-                        hi: None,
-                        tip: String::new(),
-                    },
-                ],
-                line: true,
-                band: true,
-                marker: Marker::Circle,
-            }],
-            hlines: vec![],
-            frontier: Some(Frontier::Lower),
-            x_hint: None,
-            message: None,
-        };
-        let svg = c.render();
-        assert!(svg.contains("&lt;b&gt;t&lt;/b&gt;") && !svg.contains("<b>"));
-        assert!(svg.contains("&lt;i&gt;") && !svg.contains("<i>"));
-        assert!(!svg.contains("NaN") && !svg.contains("inf"));
-        // One marker (the infinite point is skipped), ringed as the whole frontier.
-        assert_eq!(svg.matches("r=\"3.2\"").count(), 1);
-        assert_eq!(svg.matches("r=\"7.5\"").count(), 1);
-    }
-}
+mod tests;
