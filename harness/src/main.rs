@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use dlm_bench::plugins::{self, Workspace};
 use dlm_bench::results::RunDir;
 use dlm_bench::run::{run, RunOptions};
@@ -30,83 +30,21 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a suite: build its plugins, run every cell in a worker process, write the run directory.
-    Run {
-        /// Suite YAML file, e.g. suites/quick.yaml.
-        suite: PathBuf,
-        /// Run directory to create (default: reports/<suite>-<timestamp>).
-        #[arg(long, conflicts_with = "resume")]
-        out: Option<PathBuf>,
-        /// Continue a killed or partly failed run in this directory; finished cells are kept.
-        #[arg(long)]
-        resume: Option<PathBuf>,
-        /// Cargo profile for building plugin crates (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
-        #[arg(long)]
-        plugin_profile: Option<String>,
-        /// Checkpoint cache for models with `train:` (default: $DLM_BENCH_CHECKPOINTS or
-        /// reports/checkpoints).
-        #[arg(long)]
-        checkpoints: Option<PathBuf>,
-    },
+    Run(RunArgs),
     /// Train every model of a suite that has `train:` (or find it in the checkpoint cache),
     /// without sampling; prints validation NLL against each task's exact optimum.
-    Train {
-        suite: PathBuf,
-        #[arg(long)]
-        plugin_profile: Option<String>,
-        /// Checkpoint cache (default: $DLM_BENCH_CHECKPOINTS or reports/checkpoints).
-        #[arg(long)]
-        checkpoints: Option<PathBuf>,
-    },
+    Train(TrainArgs),
     /// List the plugin crates of the workspace (built on demand) and their descriptors.
-    List {
-        /// Also describe these plugin libraries.
-        libraries: Vec<PathBuf>,
-        #[arg(long)]
-        plugin_profile: Option<String>,
-        /// Also list the test-fixture plugins (crates marked `fixture = true` under
-        /// `[package.metadata.dlm-bench]`), which misbehave on purpose.
-        #[arg(long)]
-        all: bool,
-    },
+    List(ListArgs),
     /// Show a plugin's descriptor: a workspace crate name or a library path.
-    Describe {
-        plugin: String,
-        #[arg(long)]
-        plugin_profile: Option<String>,
-    },
+    Describe(DescribeArgs),
     /// Recompute summary.json, report.json and report.html of a run directory from its samples.
     Report { run_dir: PathBuf },
     /// Compare two runs cell by cell: deltas with 95% CIs (paired per sample where the seeds
     /// match) and a status per metric. Exits with 4 when anything regressed.
-    Compare {
-        /// The baseline run directory.
-        base: PathBuf,
-        /// The candidate run directory.
-        new: PathBuf,
-        /// Write an HTML report here (and its JSON twin next to it, same name with .json).
-        #[arg(long)]
-        html: Option<PathBuf>,
-        /// Write the comparison as JSON here.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Write the new run's figures in Bencher Metric Format here.
-        #[arg(long)]
-        bmf: Option<PathBuf>,
-        /// Keep only rows whose status is a change (not "within noise" or "identical").
-        #[arg(long)]
-        only_changed: bool,
-        /// Relative noise floor for timings (default 0.10 = ±10%).
-        #[arg(long, default_value_t = dlm_bench::compare::DEFAULT_TIMING_NOISE)]
-        timing_noise: f64,
-    },
+    Compare(CompareArgs),
     /// One page with every cell's headline metrics over the runs found in a directory.
-    History {
-        /// Directory holding run directories (searched three levels deep).
-        runs_dir: PathBuf,
-        /// Where to write the page (default RUNS_DIR/history.html); the JSON twin goes next to it.
-        #[arg(long)]
-        html: Option<PathBuf>,
-    },
+    History(HistoryArgs),
     /// Internal: run one job in a worker process.
     #[command(hide = true)]
     Worker {
@@ -115,6 +53,86 @@ enum Cmd {
         #[arg(long)]
         events: PathBuf,
     },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Suite YAML file, e.g. suites/quick.yaml.
+    suite: PathBuf,
+    /// Run directory to create (default: reports/<suite>-<timestamp>).
+    #[arg(long, conflicts_with = "resume")]
+    out: Option<PathBuf>,
+    /// Continue a killed or partly failed run in this directory; finished cells are kept.
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// Cargo profile for building plugin crates (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
+    #[arg(long)]
+    plugin_profile: Option<String>,
+    /// Checkpoint cache for models with `train:` (default: $DLM_BENCH_CHECKPOINTS or
+    /// reports/checkpoints).
+    #[arg(long)]
+    checkpoints: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct TrainArgs {
+    suite: PathBuf,
+    #[arg(long)]
+    plugin_profile: Option<String>,
+    /// Checkpoint cache (default: $DLM_BENCH_CHECKPOINTS or reports/checkpoints).
+    #[arg(long)]
+    checkpoints: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ListArgs {
+    /// Also describe these plugin libraries.
+    libraries: Vec<PathBuf>,
+    #[arg(long)]
+    plugin_profile: Option<String>,
+    /// Also list the test-fixture plugins (crates marked `fixture = true` under
+    /// `[package.metadata.dlm-bench]`), which misbehave on purpose.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args)]
+struct DescribeArgs {
+    plugin: String,
+    #[arg(long)]
+    plugin_profile: Option<String>,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// The baseline run directory.
+    base: PathBuf,
+    /// The candidate run directory.
+    new: PathBuf,
+    /// Write an HTML report here (and its JSON twin next to it, same name with .json).
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Write the comparison as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the new run's figures in Bencher Metric Format here.
+    #[arg(long)]
+    bmf: Option<PathBuf>,
+    /// Keep only rows whose status is a change (not "within noise" or "identical").
+    #[arg(long)]
+    only_changed: bool,
+    /// Relative noise floor for timings (default 0.10 = ±10%).
+    #[arg(long, default_value_t = dlm_bench::compare::DEFAULT_TIMING_NOISE)]
+    timing_noise: f64,
+}
+
+#[derive(Args)]
+struct HistoryArgs {
+    /// Directory holding run directories (searched three levels deep).
+    runs_dir: PathBuf,
+    /// Where to write the page (default RUNS_DIR/history.html); the JSON twin goes next to it.
+    #[arg(long)]
+    html: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -181,169 +199,202 @@ fn describe_and_print(library: &std::path::Path, fixture: bool) -> Result<()> {
 
 fn dispatch(cmd: Cmd) -> Result<ExitCode> {
     match cmd {
-        Cmd::Run {
-            suite,
-            out,
-            resume,
-            plugin_profile,
-            checkpoints,
-        } => {
-            let outcome = run(&RunOptions {
-                suite,
-                out,
-                resume,
-                plugin_profile: plugin_profile.unwrap_or_else(plugins::default_profile),
-                checkpoints: checkpoints.unwrap_or_else(training::default_cache_dir),
-            })?;
-            println!(
-                "run directory: {}\n  {} cells ran, {} failed; report: {}",
-                outcome.dir.display(),
-                outcome.ok,
-                outcome.failed,
-                outcome.dir.join("report.html").display()
-            );
-            if outcome.failed > 0 {
-                eprintln!(
-                    "some cells failed; see the report's \"Failed cells\" section and the cell logs in {}/work/",
-                    outcome.dir.display()
-                );
-                return Ok(ExitCode::from(EXIT_CELLS_FAILED));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Train {
-            suite,
-            plugin_profile,
-            checkpoints,
-        } => {
-            let results = dlm_bench::run::train_only(
-                &suite,
-                &plugin_profile.unwrap_or_else(plugins::default_profile),
-                &checkpoints.unwrap_or_else(training::default_cache_dir),
-            )?;
-            let mut failed = 0;
-            for (key, r) in &results {
-                match r {
-                    Ok(record) => println!(
-                        "{}
-  checkpoint: {}",
-                        record.summary_line(),
-                        record.checkpoint.display()
-                    ),
-                    Err(cause) => {
-                        failed += 1;
-                        println!("{key}: FAILED: {cause}");
-                    }
-                }
-            }
-            Ok(if failed > 0 {
-                ExitCode::from(EXIT_CELLS_FAILED)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
-        Cmd::List {
-            libraries,
-            plugin_profile,
-            all,
-        } => {
-            let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
-            let ws = Workspace::find(&std::env::current_dir()?)?;
-            let shown: Vec<String> = ws
-                .plugin_crates
-                .iter()
-                .filter(|c| all || !ws.is_fixture(c))
-                .cloned()
-                .collect();
-            ws.build(&shown, &profile)?;
-            for c in &shown {
-                describe_and_print(&ws.library_path(c, &profile), ws.is_fixture(c))?;
-            }
-            for l in &libraries {
-                describe_and_print(l, false)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Describe {
-            plugin,
-            plugin_profile,
-        } => {
-            let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
-            let (library, fixture) = match PluginRef::parse(&plugin, &std::env::current_dir()?) {
-                PluginRef::Path(p) => (p, false),
-                PluginRef::Crate(name) => {
-                    let ws = Workspace::find(&std::env::current_dir()?)?;
-                    if !ws.plugin_crates.contains(&name) {
-                        anyhow::bail!(
-                            "no plugin crate `{name}` in the workspace{}",
-                            dlm_bench::suite::did_you_mean(
-                                &name,
-                                ws.plugin_crates.iter().map(String::as_str)
-                            )
-                        );
-                    }
-                    ws.build(std::slice::from_ref(&name), &profile)?;
-                    (ws.library_path(&name, &profile), ws.is_fixture(&name))
-                }
-            };
-            describe_and_print(&library, fixture)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Report { run_dir } => {
-            let dir = RunDir::open(&run_dir)?;
-            let summary = report::write_all(&dir, None).context("cannot write the report")?;
-            println!(
-                "{} cells summarised; report: {} (twins: summary.json, report.json)",
-                summary.len(),
-                dir.file("report.html").display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Compare {
-            base,
-            new,
-            html,
-            json,
-            bmf,
-            only_changed,
-            timing_noise,
-        } => {
-            if !(timing_noise.is_finite() && timing_noise >= 0.0) {
-                anyhow::bail!("--timing-noise must be a non-negative number, got {timing_noise}");
-            }
-            let c = compare::run_compare(
-                &base,
-                &new,
-                &compare::Options {
-                    timing_noise,
-                    only_changed,
-                },
-                html.as_deref(),
-                json.as_deref(),
-                bmf.as_deref(),
-            )?;
-            print!("{}", c.text());
-            if let Some(h) = &html {
-                println!("comparison: {}", h.display());
-            }
-            Ok(ExitCode::from(c.exit_code()))
-        }
-        Cmd::History { runs_dir, html } => {
-            let (h, path) = history::run_history(&runs_dir, html.as_deref())?;
-            println!(
-                "{} runs, {} changes; history: {} (JSON twin next to it)",
-                h.runs.len(),
-                h.changes.len(),
-                path.display()
-            );
-            for s in &h.skipped {
-                eprintln!("skipped {s}");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Cmd::Run(args) => cmd_run(args),
+        Cmd::Train(args) => cmd_train(args),
+        Cmd::List(args) => cmd_list(args),
+        Cmd::Describe(args) => cmd_describe(args),
+        Cmd::Report { run_dir } => cmd_report(&run_dir),
+        Cmd::Compare(args) => cmd_compare(args),
+        Cmd::History(args) => cmd_history(args),
         Cmd::Worker { job, events } => {
             let code = worker::worker_main(&job, &events)?;
             Ok(ExitCode::from(code as u8))
         }
     }
+}
+
+/// `run`: the suite end to end; exit 3 when some cell failed.
+fn cmd_run(args: RunArgs) -> Result<ExitCode> {
+    let RunArgs {
+        suite,
+        out,
+        resume,
+        plugin_profile,
+        checkpoints,
+    } = args;
+
+    let outcome = run(&RunOptions {
+        suite,
+        out,
+        resume,
+        plugin_profile: plugin_profile.unwrap_or_else(plugins::default_profile),
+        checkpoints: checkpoints.unwrap_or_else(training::default_cache_dir),
+    })?;
+    println!(
+        "run directory: {}\n  {} cells ran, {} failed; report: {}",
+        outcome.dir.display(),
+        outcome.ok,
+        outcome.failed,
+        outcome.dir.join("report.html").display()
+    );
+    if outcome.failed > 0 {
+        eprintln!(
+            "some cells failed; see the report's \"Failed cells\" section and the cell logs in {}/work/",
+            outcome.dir.display()
+        );
+        return Ok(ExitCode::from(EXIT_CELLS_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `train`: the suite's trainings only (or their cached checkpoints).
+fn cmd_train(args: TrainArgs) -> Result<ExitCode> {
+    let TrainArgs {
+        suite,
+        plugin_profile,
+        checkpoints,
+    } = args;
+
+    let results = dlm_bench::run::train_only(
+        &suite,
+        &plugin_profile.unwrap_or_else(plugins::default_profile),
+        &checkpoints.unwrap_or_else(training::default_cache_dir),
+    )?;
+    let mut failed = 0;
+    for (key, r) in &results {
+        match r {
+            Ok(record) => println!(
+                "{}
+  checkpoint: {}",
+                record.summary_line(),
+                record.checkpoint.display()
+            ),
+            Err(cause) => {
+                failed += 1;
+                println!("{key}: FAILED: {cause}");
+            }
+        }
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(EXIT_CELLS_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `list`: the workspace's plugin crates (fixtures only with `--all`) and any libraries named.
+fn cmd_list(args: ListArgs) -> Result<ExitCode> {
+    let ListArgs {
+        libraries,
+        plugin_profile,
+        all,
+    } = args;
+
+    let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
+    let ws = Workspace::find(&std::env::current_dir()?)?;
+    let shown: Vec<String> = ws
+        .plugin_crates
+        .iter()
+        .filter(|c| all || !ws.is_fixture(c))
+        .cloned()
+        .collect();
+    ws.build(&shown, &profile)?;
+    for c in &shown {
+        describe_and_print(&ws.library_path(c, &profile), ws.is_fixture(c))?;
+    }
+    for l in &libraries {
+        describe_and_print(l, false)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `describe`: one plugin's descriptor.
+fn cmd_describe(args: DescribeArgs) -> Result<ExitCode> {
+    let DescribeArgs {
+        plugin,
+        plugin_profile,
+    } = args;
+
+    let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
+    let (library, fixture) = match PluginRef::parse(&plugin, &std::env::current_dir()?) {
+        PluginRef::Path(p) => (p, false),
+        PluginRef::Crate(name) => {
+            let ws = Workspace::find(&std::env::current_dir()?)?;
+            if !ws.plugin_crates.contains(&name) {
+                anyhow::bail!(
+                    "no plugin crate `{name}` in the workspace{}",
+                    dlm_bench::suite::did_you_mean(
+                        &name,
+                        ws.plugin_crates.iter().map(String::as_str)
+                    )
+                );
+            }
+            ws.build(std::slice::from_ref(&name), &profile)?;
+            (ws.library_path(&name, &profile), ws.is_fixture(&name))
+        }
+    };
+    describe_and_print(&library, fixture)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `report`: recompute a run directory's summary and report.
+fn cmd_report(run_dir: &std::path::Path) -> Result<ExitCode> {
+    let dir = RunDir::open(run_dir)?;
+    let summary = report::write_all(&dir, None).context("cannot write the report")?;
+    println!(
+        "{} cells summarised; report: {} (twins: summary.json, report.json)",
+        summary.len(),
+        dir.file("report.html").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `compare`: two runs cell by cell; exit 4 on a regression.
+fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
+    let CompareArgs {
+        base,
+        new,
+        html,
+        json,
+        bmf,
+        only_changed,
+        timing_noise,
+    } = args;
+
+    if !(timing_noise.is_finite() && timing_noise >= 0.0) {
+        anyhow::bail!("--timing-noise must be a non-negative number, got {timing_noise}");
+    }
+    let c = compare::run_compare(
+        &base,
+        &new,
+        &compare::Options {
+            timing_noise,
+            only_changed,
+        },
+        html.as_deref(),
+        json.as_deref(),
+        bmf.as_deref(),
+    )?;
+    print!("{}", c.text());
+    if let Some(h) = &html {
+        println!("comparison: {}", h.display());
+    }
+    Ok(ExitCode::from(c.exit_code()))
+}
+
+/// `history`: one page over every run in a directory.
+fn cmd_history(args: HistoryArgs) -> Result<ExitCode> {
+    let HistoryArgs { runs_dir, html } = args;
+
+    let (h, path) = history::run_history(&runs_dir, html.as_deref())?;
+    println!(
+        "{} runs, {} changes; history: {} (JSON twin next to it)",
+        h.runs.len(),
+        h.changes.len(),
+        path.display()
+    );
+    for s in &h.skipped {
+        eprintln!("skipped {s}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
