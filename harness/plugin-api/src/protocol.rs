@@ -16,12 +16,16 @@ pub mod method {
     pub const TASK_SAMPLE_REFERENCE: &str = "task.sample_reference";
     /// Task: `TokenBatch` (tokens in the token buffer) → `ScoreReply`.
     pub const TASK_SCORE: &str = "task.score";
+    /// Text task (its description has `text`): `PromptsRequest` → `PromptsReply`. Since API 1.2.
+    pub const TASK_PROMPTS: &str = "task.prompts";
+    /// Text task: `ScoreTextRequest` → `ScoreReply`, one score per completion. Since API 1.2.
+    pub const TASK_SCORE_TEXT: &str = "task.score_text";
     /// Model: `GenerateRequest` → `GenerateReply` (tokens in the token buffer).
     pub const MODEL_GENERATE: &str = "model.generate";
     /// Model opened with `train` settings (capability `train`): `TrainStepRequest` (the batch
     /// in the token buffer) → `TrainStepReply`; one optimiser step.
     pub const MODEL_TRAIN_STEP: &str = "model.train_step";
-    /// Model opened with `train` settings: `TokenBatch` (tokens in the token buffer) →
+    /// Model opened with `train` settings: `EvaluateRequest` (tokens in the token buffer) →
     /// `EvaluateReply`; the training objective on held-out data, no update.
     pub const MODEL_EVALUATE: &str = "model.evaluate";
     /// Model opened with `train` settings: `SaveRequest` → `SaveReply`; write the checkpoint.
@@ -119,6 +123,10 @@ pub struct SamplerInfo {
     /// Names of the `params:` it accepts.
     #[serde(default)]
     pub params: Vec<String>,
+    /// A suite may leave out `steps` (then the cell's step count is the length), e.g. a model
+    /// replaying generations that carry no step count. Since API 1.2.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steps_optional: bool,
 }
 
 impl ComponentInfo {
@@ -191,6 +199,22 @@ pub struct TrainStepRequest {
     pub step: usize,
     /// Length of each sequence of the batch, in token-buffer order (as in [`TokenBatch`]).
     pub lengths: Vec<usize>,
+    /// Text tasks: how many leading tokens of each sequence are its prompt, which the model
+    /// conditions on and is not trained to produce. Absent for unconditional tasks (all 0).
+    /// Since API 1.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_lengths: Option<Vec<usize>>,
+}
+
+/// `model.evaluate` request; the batch travels in the token buffer. Since API 1.2 (before, a
+/// plain [`TokenBatch`], which still parses as one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluateRequest {
+    /// Length of each sequence of the batch, in token-buffer order.
+    pub lengths: Vec<usize>,
+    /// As in [`TrainStepRequest::prompt_lengths`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_lengths: Option<Vec<usize>>,
 }
 
 /// `model.train_step` reply.
@@ -281,6 +305,86 @@ pub struct TaskDescription {
     /// it in `summary.json`, the report, `compare` and `history` without knowing the task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<MetricDecl>,
+    /// Present for text tasks (prompts in, completions scored): the harness asks them for
+    /// prompts (`task.prompts`) and scores completions (`task.score_text`) instead of sampling
+    /// and scoring token sequences; they have no `log q` (no TER). Since API 1.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<TextTaskInfo>,
+}
+
+/// What a text task says about its prompts and completions.
+///
+/// Counting rules (the SDK's docs repeat them): a completion is the text a model writes after
+/// its prompt, up to the end-of-text token or the first stop string, whichever comes first.
+/// Only its tokens count as generated: prompt and padding tokens never do. Tokens per forward
+/// = generated tokens up to the stop ÷ network calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextTaskInfo {
+    /// The task's own vocabulary, for models without a tokenizer: token id `i` is the text
+    /// `vocabulary[i]` (usually one character). Then `vocab_size = vocabulary.len() + 1`: the
+    /// last real id is [`eos_id`](Self::eos_id), and `mask_id = vocab_size`. `None` when a model
+    /// must bring its own tokenizer.
+    #[serde(default)]
+    pub vocabulary: Option<Vec<String>>,
+    /// End-of-text id in that vocabulary: the completion ends before it, the positions after
+    /// it are padding.
+    #[serde(default)]
+    pub eos_id: Option<u32>,
+    /// Stop strings: a completion is cut before the first one it contains.
+    #[serde(default)]
+    pub stop: Vec<String>,
+    /// How many distinct prompts the task has; sample `i` of a cell answers prompt
+    /// `i mod prompts`. `None`: every sample gets a prompt of its own (a procedural task).
+    #[serde(default)]
+    pub prompts: Option<usize>,
+}
+
+/// `task.prompts` request: the prompts of samples `first_index .. first_index + n`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptsRequest {
+    /// Global index of the first sample.
+    pub first_index: u64,
+    /// Number of samples.
+    pub n: usize,
+    /// The cell's seed (procedural tasks draw their problems from it).
+    pub seed: u64,
+}
+
+/// A prompt a text task hands out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prompt {
+    /// Stable identity of the problem (a GSM8K index, an MBPP task id, …), used to match
+    /// completions made elsewhere (replay) and to score.
+    pub id: String,
+    /// The text the model continues.
+    pub text: String,
+    /// The reference completion (gold solution), when the task has one: the reference row
+    /// scores these, and trainable models learn from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// `task.prompts` reply: one prompt per requested sample, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptsReply {
+    /// The prompts.
+    pub prompts: Vec<Prompt>,
+}
+
+/// A completion to score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// [`Prompt::id`] of the prompt it answers.
+    pub prompt_id: String,
+    /// The completion's text, already cut at the end-of-text token and the stop strings.
+    pub text: String,
+}
+
+/// `task.score_text` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreTextRequest {
+    /// The completions, in sample order.
+    pub completions: Vec<Completion>,
 }
 
 /// A metric a task declares (see [`TaskDescription::metrics`]).
@@ -451,6 +555,11 @@ pub struct GenerateRequest {
     /// Optional prompts (text tasks): one per sample, prefix tokens that are kept fixed.
     #[serde(default)]
     pub prompts: Option<Vec<Vec<u32>>>,
+    /// Text tasks: the prompts as text with their ids, one per sample. A model that works on
+    /// text (its own tokenizer, or replayed generations) answers with
+    /// [`GenerateReply::texts`]. Since API 1.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_texts: Option<Vec<Prompt>>,
 }
 
 /// Per-sample statistics from a model.
@@ -477,4 +586,9 @@ pub struct GenerateReply {
     pub wall_seconds: f64,
     /// Device the batch ran on, e.g. `cpu`.
     pub device: String,
+    /// Text tasks: the completions as text, one per sample, when the model produces text
+    /// rather than ids of the task's vocabulary (then the token buffer may be empty). Since
+    /// API 1.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub texts: Option<Vec<String>>,
 }

@@ -48,6 +48,7 @@ fn request(name: &str, steps: usize) -> GenerateRequest {
         seed: 1,
         first_index: 0,
         prompts: None,
+        prompt_texts: None,
     }
 }
 

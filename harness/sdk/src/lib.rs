@@ -19,6 +19,27 @@
 //! dlm_sdk::export_plugin!(MyPlugin);
 //! ```
 
+//!
+//! # Text tasks
+//!
+//! A task whose description has `text` ([`TextTaskInfo`]) hands out prompts
+//! ([`Task::prompts`]) and scores completions ([`Task::score_text`]). With a vocabulary of its
+//! own, the harness encodes each prompt into it and asks the model to fill a **generation
+//! region** after it: the SDK's samplers keep the prompt tokens fixed (never re-masked, never
+//! sampled) and unmask only the region, every sampler and semi-AR blocks included. The counting
+//! rules, applied by the harness (and tested there):
+//!
+//! * the completion is the region's text up to the end-of-text token, then cut before the first
+//!   stop string;
+//! * generated tokens = the completion's tokens (up to the stop): prompt and padding tokens never
+//!   count, so tokens per forward = generated tokens ÷ NFE and tokens/s are not inflated by the
+//!   prompt (the trap Fast-dLLM's users fell into);
+//! * a completion that is empty, or still holds mask tokens, is scored (as wrong) and counted in
+//!   the cell's `empty_completion` and `masked_completion` rates, shown beside accuracy, so a
+//!   collapse is never mistaken for a wrong answer;
+//! * training on a text task: sequences are prompt + reference completion + end-of-text padding,
+//!   and [`Model::train_step`] gets each prompt's length so the loss covers the completion only.
+
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -105,6 +126,26 @@ pub trait Task: Send {
     /// `0..vocab_size` (the harness has already refused out-of-vocabulary ids); a sequence
     /// outside the support is a score (`in_support: false`, `log_q: None`), not an error.
     fn score(&mut self, sequences: &[Vec<u32>]) -> Result<Vec<SampleScore>>;
+
+    /// Text tasks (whose description has `text`): the prompts of samples `first_index ..
+    /// first_index + n`, each with a stable id and, where the task has one, the reference
+    /// completion. Prompt `i` depends only on `(seed, first_index + i)` (or on the index alone
+    /// for a fixed data set).
+    fn prompts(&mut self, _request: &PromptsRequest) -> Result<Vec<Prompt>> {
+        Err(PluginError(
+            "this task hands out no prompts (it is not a text task)".into(),
+        ))
+    }
+
+    /// Text tasks: score completions, one [`SampleScore`] each, in order. A completion is the
+    /// model's text after the prompt, already cut at the end-of-text token and the first stop
+    /// string. Set `in_support` to whether it is a fully correct answer (so SER is the share
+    /// of wrong ones), `log_q` to `None`, and the task's declared metrics in `extra`.
+    fn score_text(&mut self, _completions: &[Completion]) -> Result<Vec<SampleScore>> {
+        Err(PluginError(
+            "this task scores no text completions (it is not a text task)".into(),
+        ))
+    }
 }
 
 /// A model: answers `generate`. Most models are a [`DenoiserModel`].
@@ -121,14 +162,26 @@ pub trait Model: Send {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)>;
 
     /// One optimiser step on `batch` (real tokens only, every sequence of the task's length).
-    fn train_step(&mut self, _step: usize, _batch: &[Vec<u32>]) -> Result<TrainStepReply> {
+    /// `prompt_lengths[i]` leading tokens of sequence `i` are its prompt (text tasks): condition
+    /// on them, do not learn to produce them. All 0 for unconditional tasks.
+    fn train_step(
+        &mut self,
+        _step: usize,
+        _batch: &[Vec<u32>],
+        _prompt_lengths: &[usize],
+    ) -> Result<TrainStepReply> {
         Err(PluginError(
             "this model cannot be trained by the harness (no `train` capability)".into(),
         ))
     }
 
-    /// The training objective on held-out `batch`, without updating anything.
-    fn evaluate(&mut self, _batch: &[Vec<u32>]) -> Result<EvaluateReply> {
+    /// The training objective on held-out `batch`, without updating anything (prompts as in
+    /// [`Model::train_step`]).
+    fn evaluate(
+        &mut self,
+        _batch: &[Vec<u32>],
+        _prompt_lengths: &[usize],
+    ) -> Result<EvaluateReply> {
         Err(PluginError(
             "this model cannot be trained by the harness (no `train` capability)".into(),
         ))
@@ -299,6 +352,16 @@ impl PluginInstance for TaskInstance {
                 let scores = task.score(&seqs).map_err(|e| e.0)?;
                 Ok((to_json(&ScoreReply { scores })?, Vec::new()))
             }
+            method::TASK_PROMPTS => {
+                let req: PromptsRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let prompts = task.prompts(&req).map_err(|e| e.0)?;
+                Ok((to_json(&PromptsReply { prompts })?, Vec::new()))
+            }
+            method::TASK_SCORE_TEXT => {
+                let req: ScoreTextRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let scores = task.score_text(&req.completions).map_err(|e| e.0)?;
+                Ok((to_json(&ScoreReply { scores })?, Vec::new()))
+            }
             other => Err(format!("a task does not answer `{other}`")),
         }
     }
@@ -323,17 +386,25 @@ impl PluginInstance for ModelInstance {
             }
             method::MODEL_TRAIN_STEP => {
                 let req: TrainStepRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let prompts = prompt_lengths(req.prompt_lengths, req.lengths.len())?;
                 let batch = TokenBatch {
                     lengths: req.lengths,
                 }
                 .unpack(tokens)?;
-                let reply = self.0.train_step(req.step, &batch).map_err(|e| e.0)?;
+                let reply = self
+                    .0
+                    .train_step(req.step, &batch, &prompts)
+                    .map_err(|e| e.0)?;
                 Ok((to_json(&reply)?, Vec::new()))
             }
             method::MODEL_EVALUATE => {
-                let shape: TokenBatch = parse_json(request_json).map_err(|e| e.0)?;
-                let batch = shape.unpack(tokens)?;
-                let reply = self.0.evaluate(&batch).map_err(|e| e.0)?;
+                let req: EvaluateRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let prompts = prompt_lengths(req.prompt_lengths, req.lengths.len())?;
+                let batch = TokenBatch {
+                    lengths: req.lengths,
+                }
+                .unpack(tokens)?;
+                let reply = self.0.evaluate(&batch, &prompts).map_err(|e| e.0)?;
                 Ok((to_json(&reply)?, Vec::new()))
             }
             method::MODEL_SAVE => {
@@ -348,6 +419,21 @@ impl PluginInstance for ModelInstance {
                 "this model does not answer `{other}` (capability not provided)"
             )),
         }
+    }
+}
+
+/// The prompt lengths of a training batch: as sent, or all 0 when absent.
+fn prompt_lengths(
+    sent: Option<Vec<usize>>,
+    batch: usize,
+) -> std::result::Result<Vec<usize>, String> {
+    match sent {
+        None => Ok(vec![0; batch]),
+        Some(p) if p.len() == batch => Ok(p),
+        Some(p) => Err(format!(
+            "{} prompt lengths for a batch of {batch} sequences",
+            p.len()
+        )),
     }
 }
 

@@ -230,6 +230,7 @@ pub fn info(name: &str) -> SamplerInfo {
         name: name.to_string(),
         one_step_per_token: matches!(name, "left_to_right" | "ar"),
         params: known_params(name).iter().map(|p| p.to_string()).collect(),
+        steps_optional: false,
     }
 }
 
@@ -480,6 +481,7 @@ pub fn generate<D: Denoiser + ?Sized>(
             batch_nfe: run.batch_nfe,
             wall_seconds,
             device: run.denoiser.device(),
+            texts: None,
         },
     ))
 }
@@ -893,6 +895,7 @@ pub fn generate_ar<A: Autoregressive + ?Sized>(
             batch_nfe,
             wall_seconds,
             device: model.device(),
+            texts: None,
         },
     ))
 }

@@ -467,6 +467,7 @@ impl Task for LanguageTask {
             support_log10_density: Some(support),
             details,
             metrics: Vec::new(),
+            text: None,
         };
         self.described.insert(length, d.clone());
         Ok(d)

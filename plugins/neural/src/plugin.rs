@@ -523,24 +523,32 @@ impl Model for TrainingModel {
         Err("this instance was opened for training; open the saved checkpoint to generate".into())
     }
 
-    fn train_step(&mut self, step: usize, batch: &[Vec<u32>]) -> Result<TrainStepReply> {
+    fn train_step(
+        &mut self,
+        step: usize,
+        batch: &[Vec<u32>],
+        prompt_lengths: &[usize],
+    ) -> Result<TrainStepReply> {
         if step != self.trainer.steps_done() {
             return Err(PluginError(format!(
                 "train_step {step} arrived after {} steps; steps must come in order",
                 self.trainer.steps_done()
             )));
         }
-        let p = self.trainer.step(batch).map_err(PluginError)?;
+        let p = self
+            .trainer
+            .step(batch, prompt_lengths)
+            .map_err(PluginError)?;
         Ok(TrainStepReply {
             loss: p.loss,
             lr: p.lr,
         })
     }
 
-    fn evaluate(&mut self, batch: &[Vec<u32>]) -> Result<EvaluateReply> {
+    fn evaluate(&mut self, batch: &[Vec<u32>], prompt_lengths: &[usize]) -> Result<EvaluateReply> {
         let nll = self
             .trainer
-            .evaluate(&[batch.to_vec()])
+            .evaluate(&[batch.to_vec()], &[prompt_lengths.to_vec()])
             .map_err(PluginError)?;
         Ok(EvaluateReply {
             nll_per_token: nll,

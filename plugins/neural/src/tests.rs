@@ -27,6 +27,7 @@ fn task(vocab: usize, length: usize) -> TaskDescription {
         support_log10_density: None,
         details: serde_json::json!({"kind": "test"}),
         metrics: Vec::new(),
+        text: None,
     }
 }
 
@@ -232,6 +233,7 @@ fn ar_request(batch: usize, length: usize, seed: u64) -> GenerateRequest {
         seed,
         first_index: 0,
         prompts: None,
+        prompt_texts: None,
     }
 }
 
@@ -580,8 +582,8 @@ fn a_tiny_training_run_learns_a_two_gram_chain() {
         assert!(ckpt.header.final_loss.is_some());
         let device = Device::flex();
         let untrained = Transformer::new(kind, &ckpt.header.identity.net, vocab, 17, &device);
-        let before = train::evaluate(kind, &untrained, &validation, 1, &device).unwrap();
-        let after = train::evaluate(kind, &ckpt.net, &validation, 1, &device).unwrap();
+        let before = train::evaluate(kind, &untrained, &validation, &[], 1, &device).unwrap();
+        let after = train::evaluate(kind, &ckpt.net, &validation, &[], 1, &device).unwrap();
         eprintln!("{kind:?}: validation loss {before:.3} -> {after:.3} (log V = {uniform:.3})");
         // Entropy rate of the chain ≈ 0.35 nats; uniform = log 4 ≈ 1.39.
         assert!(before > 0.9 * uniform, "{kind:?}: untrained loss {before}");
@@ -660,6 +662,7 @@ fn the_plugin_opens_and_generates_with_both_models() {
         seed: 0,
         first_index: 0,
         prompts: None,
+        prompt_texts: None,
     };
     let (seqs, reply) = mdm.generate(&request).unwrap();
     assert_eq!(seqs.len(), 2);
@@ -711,4 +714,70 @@ fn the_plugin_refuses_bad_configs() {
     assert!(msg(open("mdm", cfg.clone(), 8)).contains("holds an `ar` model"));
     assert!(open("ar", cfg.clone(), 8).is_ok());
     assert!(msg(open("ar", cfg, 9)).contains("max_length"));
+}
+
+/// Text tasks: the prompt is never masked or counted, and without prompts the noise (and so
+/// every formal-language training) is exactly what it was before prompts existed.
+#[test]
+fn mdm_noise_keeps_prompts_and_is_unchanged_without_them() {
+    let (batch, length) = (3, 10);
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
+    let times = [0.99, 0.99, 0.99];
+    let plain = train::mdm_noise_at(&x0, &times, VOCAB, &mut ChaCha8Rng::seed_from_u64(1));
+    let zero = train::mdm_noise_prompted(
+        &x0,
+        &times,
+        &[0, 0, 0],
+        VOCAB,
+        &mut ChaCha8Rng::seed_from_u64(1),
+    );
+    assert_eq!(plain.xt, zero.xt);
+    assert_eq!(plain.counted, batch * length);
+    let prompts = [4, 0, 10];
+    let p = train::mdm_noise_prompted(
+        &x0,
+        &times,
+        &prompts,
+        VOCAB,
+        &mut ChaCha8Rng::seed_from_u64(1),
+    );
+    for (i, &prompt) in prompts.iter().enumerate() {
+        let row = &p.xt[i * length..(i + 1) * length];
+        assert_eq!(
+            &row[..prompt],
+            &x0[i * length..i * length + prompt],
+            "row {i}"
+        );
+        assert!(p.weights[i * length..i * length + prompt]
+            .iter()
+            .all(|&w| w == 0.0));
+        if prompt < length {
+            // At t = 0.99 nearly every completion token is masked.
+            assert!(
+                row[prompt..].iter().filter(|&&t| t == VOCAB as u32).count()
+                    >= (length - prompt) / 2
+            );
+        }
+    }
+    assert_eq!(p.counted, 6 + 10);
+}
+
+#[test]
+fn the_ar_loss_counts_only_completion_positions() {
+    let device = Device::flex();
+    let (batch, length) = (4, 9);
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
+    let net = Transformer::new(ModelKind::Ar, &tiny(length), VOCAB, 2, &device);
+    let plain = ar_loss(&net, &x0, batch, &device).into_scalar::<f32>();
+    let zero = train::ar_loss_prompted(&net, &x0, batch, &[0; 4], &device).into_scalar::<f32>();
+    assert_eq!(plain, zero);
+    // With prompts, their positions are left out of the mean.
+    let prompted = train::ar_loss_prompted(&net, &x0, batch, &[3; 4], &device).into_scalar::<f32>();
+    assert!(prompted.is_finite() && prompted > 0.0);
+    assert!(
+        (prompted - plain).abs() > 1e-6,
+        "the prompt must be left out: {prompted} vs {plain}"
+    );
 }

@@ -122,12 +122,25 @@ pub struct MdmNoise {
     pub weights: Vec<f32>,
     /// The diffusion time of every sequence.
     pub t: Vec<f64>,
+    /// Positions the loss is averaged over: all of them, less the prompts.
+    pub counted: usize,
 }
 
 /// MDLM forward noising for the log-linear schedule: antithetic times
 /// `u_i = (u/n + i/n) mod 1`, `t_i = (1 − ε) u_i + ε`; every token is masked independently with
 /// probability `1 − exp(−σ(t)) = (1 − ε) t` and weighted by `σ'(t)/expm1(σ(t)) = 1/t`.
 pub fn mdm_noise(x0: &[u32], batch: usize, vocab: usize, rng: &mut ChaCha8Rng) -> MdmNoise {
+    mdm_noise_batch(x0, batch, &[], vocab, rng)
+}
+
+/// [`mdm_noise`] with prompts kept (see [`mdm_noise_prompted`]).
+pub fn mdm_noise_batch(
+    x0: &[u32],
+    batch: usize,
+    prompts: &[usize],
+    vocab: usize,
+    rng: &mut ChaCha8Rng,
+) -> MdmNoise {
     let u: f64 = rng.random();
     let times: Vec<f64> = (0..batch)
         .map(|i| {
@@ -135,17 +148,33 @@ pub fn mdm_noise(x0: &[u32], batch: usize, vocab: usize, rng: &mut ChaCha8Rng) -
             (1.0 - T_EPS) * ui + T_EPS
         })
         .collect();
-    mdm_noise_at(x0, &times, vocab, rng)
+    mdm_noise_prompted(x0, &times, prompts, vocab, rng)
 }
 
 /// MDLM forward noising of sequence `i` at the given time `times[i]` (in `[ε, 1]`).
 pub fn mdm_noise_at(x0: &[u32], times: &[f64], vocab: usize, rng: &mut ChaCha8Rng) -> MdmNoise {
+    mdm_noise_prompted(x0, times, &[], vocab, rng)
+}
+
+/// [`mdm_noise_at`] for sequences whose first `prompts[i]` tokens are a prompt (text tasks):
+/// those are never masked and not counted. An empty `prompts` means none; so does 0, and then
+/// the random draws are exactly those of [`mdm_noise_at`].
+pub fn mdm_noise_prompted(
+    x0: &[u32],
+    times: &[f64],
+    prompts: &[usize],
+    vocab: usize,
+    rng: &mut ChaCha8Rng,
+) -> MdmNoise {
     let length = x0.len() / times.len().max(1);
     let mut xt = x0.to_vec();
     let mut weights = vec![0f32; x0.len()];
+    let mut counted = 0;
     for (i, &t) in times.iter().enumerate() {
         let move_chance = (1.0 - T_EPS) * t;
-        for j in i * length..(i + 1) * length {
+        let prompt = prompts.get(i).copied().unwrap_or(0).min(length);
+        counted += length - prompt;
+        for j in i * length + prompt..(i + 1) * length {
             if rng.random::<f64>() < move_chance {
                 xt[j] = vocab as u32;
                 weights[j] = (1.0 / t) as f32;
@@ -156,6 +185,7 @@ pub fn mdm_noise_at(x0: &[u32], times: &[f64], vocab: usize, rng: &mut ChaCha8Rn
         xt,
         weights,
         t: times.to_vec(),
+        counted,
     }
 }
 
@@ -176,6 +206,19 @@ pub fn mdm_elbo(
     rng: &mut ChaCha8Rng,
     device: &Device,
 ) -> f64 {
+    mdm_elbo_prompted(net, x0, batch, &[], draws, rng, device)
+}
+
+/// [`mdm_elbo`] of the completions only, given their prompts (see [`mdm_noise_prompted`]).
+pub fn mdm_elbo_prompted(
+    net: &Transformer,
+    x0: &[u32],
+    batch: usize,
+    prompts: &[usize],
+    draws: usize,
+    rng: &mut ChaCha8Rng,
+    device: &Device,
+) -> f64 {
     let length = x0.len() / batch;
     let draws = draws.max(1);
     let offsets: Vec<f64> = (0..batch).map(|_| rng.random()).collect();
@@ -185,7 +228,7 @@ pub fn mdm_elbo(
             .iter()
             .map(|u| (1.0 - T_EPS) * ((u + k as f64) / draws as f64) + T_EPS)
             .collect();
-        let noise = mdm_noise_at(x0, &times, net.vocab, rng);
+        let noise = mdm_noise_prompted(x0, &times, prompts, net.vocab, rng);
         let loss = mdm_loss_given(net, x0, &noise, batch, length, device);
         total += loss.into_scalar::<f32>() as f64;
     }
@@ -201,8 +244,20 @@ pub fn mdm_loss(
     rng: &mut ChaCha8Rng,
     device: &Device,
 ) -> Tensor<1> {
+    mdm_loss_prompted(net, x0, batch, &[], rng, device)
+}
+
+/// [`mdm_loss`] of the completions only, given their prompts.
+pub fn mdm_loss_prompted(
+    net: &Transformer,
+    x0: &[u32],
+    batch: usize,
+    prompts: &[usize],
+    rng: &mut ChaCha8Rng,
+    device: &Device,
+) -> Tensor<1> {
     let length = x0.len() / batch;
-    let noise = mdm_noise(x0, batch, net.vocab, rng);
+    let noise = mdm_noise_batch(x0, batch, prompts, net.vocab, rng);
     mdm_loss_given(net, x0, &noise, batch, length, device)
 }
 
@@ -223,12 +278,26 @@ pub fn mdm_loss_given(
     );
     let logp = subs_log_probs(net.forward(xt.clone()), xt, net.vocab);
     let nll = logp.gather(2, target).reshape([batch, length]).neg();
-    (nll * weights).sum().div_scalar((batch * length) as f64)
+    (nll * weights)
+        .sum()
+        .div_scalar(noise.counted.max(1) as f64)
 }
 
 /// AR next-token loss of one batch: the input is `[BOS, x_0, …, x_{L−2}]` (BOS = `vocab`), the
 /// targets `x_0 … x_{L−1}`; mean cross-entropy over all positions.
 pub fn ar_loss(net: &Transformer, x0: &[u32], batch: usize, device: &Device) -> Tensor<1> {
+    ar_loss_prompted(net, x0, batch, &[], device)
+}
+
+/// [`ar_loss`] over the completions only: the first `prompts[i]` targets of sequence `i` are
+/// its prompt, fed but not predicted.
+pub fn ar_loss_prompted(
+    net: &Transformer,
+    x0: &[u32],
+    batch: usize,
+    prompts: &[usize],
+    device: &Device,
+) -> Tensor<1> {
     let length = x0.len() / batch;
     let mut input = Vec::with_capacity(x0.len());
     for row in x0.chunks(length) {
@@ -238,7 +307,21 @@ pub fn ar_loss(net: &Transformer, x0: &[u32], batch: usize, device: &Device) -> 
     let input = tokens_tensor(&input, batch, length, device);
     let target = tokens_tensor(x0, batch, length, device).reshape([batch, length, 1]);
     let logp = log_softmax(net.forward(input), 2);
-    logp.gather(2, target).neg().mean()
+    let nll = logp.gather(2, target).neg();
+    if prompts.iter().all(|&p| p == 0) {
+        return nll.mean();
+    }
+    let mut mask = vec![0f32; batch * length];
+    let mut counted = 0usize;
+    for i in 0..batch {
+        let prompt = prompts.get(i).copied().unwrap_or(0).min(length);
+        for m in &mut mask[i * length + prompt..(i + 1) * length] {
+            *m = 1.0;
+        }
+        counted += length - prompt;
+    }
+    let mask = Tensor::<3>::from_data(TensorData::new(mask, [batch, length, 1]), device);
+    (nll * mask).sum().div_scalar(counted.max(1) as f64)
 }
 
 /// The model's training loss of one batch (for the MDM, with noise from `rng`).
@@ -247,12 +330,13 @@ pub fn loss(
     net: &Transformer,
     x0: &[u32],
     batch: usize,
+    prompts: &[usize],
     rng: &mut ChaCha8Rng,
     device: &Device,
 ) -> Tensor<1> {
     match kind {
-        ModelKind::Mdm => mdm_loss(net, x0, batch, rng, device),
-        ModelKind::Ar => ar_loss(net, x0, batch, device),
+        ModelKind::Mdm => mdm_loss_prompted(net, x0, batch, prompts, rng, device),
+        ModelKind::Ar => ar_loss_prompted(net, x0, batch, prompts, device),
     }
 }
 
@@ -370,8 +454,9 @@ impl Trainer {
         self.step
     }
 
-    /// One optimiser step on `seqs` (exactly `batch_size` sequences of the task's length).
-    pub fn step(&mut self, seqs: &[Vec<u32>]) -> Result<TrainProgress, String> {
+    /// One optimiser step on `seqs` (exactly `batch_size` sequences of the task's length), the
+    /// first `prompts[i]` tokens of sequence `i` its prompt (empty: no prompts).
+    pub fn step(&mut self, seqs: &[Vec<u32>], prompts: &[usize]) -> Result<TrainProgress, String> {
         let step = self.step;
         if step >= self.config.steps {
             return Err(format!(
@@ -387,7 +472,15 @@ impl Trainer {
         let x0 = flatten_batch(seqs, batch, length, vocab)
             .map_err(|e| format!("training batch {step}: {e}"))?;
         let model = self.model.take().expect("model present between steps");
-        let loss = loss(self.kind, &model, &x0, batch, &mut self.rng, &self.device);
+        let loss = loss(
+            self.kind,
+            &model,
+            &x0,
+            batch,
+            prompts,
+            &mut self.rng,
+            &self.device,
+        );
         let value = loss.clone().into_scalar::<f32>() as f64;
         if !value.is_finite() {
             self.model = Some(model);
@@ -422,12 +515,17 @@ impl Trainer {
     /// Held-out loss (nats per token) over `batches`, no update: see [`evaluate`] (the MDM's
     /// ELBO from [`VALIDATION_DRAWS`] noise draws per sequence, from a fixed seed so repeated
     /// evaluations are comparable).
-    pub fn evaluate(&self, batches: &[Vec<Vec<u32>>]) -> Result<f64, String> {
+    pub fn evaluate(
+        &self,
+        batches: &[Vec<Vec<u32>>],
+        prompts: &[Vec<usize>],
+    ) -> Result<f64, String> {
         let net = self.inference_model();
         evaluate(
             self.kind,
             &net,
             batches,
+            prompts,
             self.config.seed ^ 0x7661_6c69_6461_7465,
             &self.base_device,
         )
@@ -481,7 +579,7 @@ where
         let seqs =
             data(config.batch_size, step).map_err(|e| format!("data source, step {step}: {e}"))?;
         let p = trainer
-            .step(&seqs)
+            .step(&seqs, &[])
             .map_err(|e| format!("data source, step {step}: {e}"))?;
         progress(&p);
     }
@@ -495,20 +593,32 @@ pub fn evaluate(
     kind: ModelKind,
     net: &Transformer,
     batches: &[Vec<Vec<u32>>],
+    prompts: &[Vec<usize>],
     seed: u64,
     device: &Device,
 ) -> Result<f64, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut total = 0.0;
-    for seqs in batches {
+    for (b, seqs) in batches.iter().enumerate() {
+        let prompts: &[usize] = prompts.get(b).map_or(&[], Vec::as_slice);
         if seqs.is_empty() {
             return Err("an empty validation batch".into());
         }
         let length = seqs[0].len();
         let x0 = flatten_batch(seqs, seqs.len(), length, net.vocab)?;
         total += match kind {
-            ModelKind::Mdm => mdm_elbo(net, &x0, seqs.len(), VALIDATION_DRAWS, &mut rng, device),
-            ModelKind::Ar => ar_loss(net, &x0, seqs.len(), device).into_scalar::<f32>() as f64,
+            ModelKind::Mdm => mdm_elbo_prompted(
+                net,
+                &x0,
+                seqs.len(),
+                prompts,
+                VALIDATION_DRAWS,
+                &mut rng,
+                device,
+            ),
+            ModelKind::Ar => {
+                ar_loss_prompted(net, &x0, seqs.len(), prompts, device).into_scalar::<f32>() as f64
+            }
         };
     }
     Ok(total / batches.len().max(1) as f64)

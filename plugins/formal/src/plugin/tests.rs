@@ -36,6 +36,7 @@ fn request(sampler: &str, steps: usize, batch: usize, length: usize, seed: u64) 
         seed,
         first_index: 0,
         prompts: None,
+        prompt_texts: None,
     }
 }
 
