@@ -394,10 +394,18 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         s.metrics
             .insert(decl.name.clone(), aggregate(decl, &def, &values, &c.unit));
     }
+    // Text tasks score completions, not sequences under a known distribution: no `log q`,
+    // so no TER; their SER is the share of completions that are not fully correct.
+    let text = c
+        .task_description
+        .as_ref()
+        .is_some_and(|d| d.text.is_some());
     let log_q: Vec<Option<f64>> = rows.iter().map(|r| r.log_q).collect();
     let lengths: Vec<usize> = rows.iter().map(|r| r.tokens.len()).collect();
-    s.zero_probability_samples = log_q.iter().filter(|l| l.is_none()).count();
-    s.ter = ter(&log_q, &lengths);
+    if !text {
+        s.zero_probability_samples = log_q.iter().filter(|l| l.is_none()).count();
+        s.ter = ter(&log_q, &lengths);
+    }
     if s.ter.is_some() {
         let finite: Vec<f64> = log_q.iter().map(|l| l.unwrap_or(0.0)).collect();
         s.ter_ci = Some(ter_bootstrap_ci(&finite, &lengths, seed_of(&c.unit)));
@@ -405,8 +413,10 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
     let errors = rows.iter().filter(|r| !r.in_support).count();
     s.ser = Some(errors as f64 / n as f64);
     s.ser_ci = Some(wilson_ci(errors, n));
-    s.unigram_entropy =
-        Some(rows.iter().map(|r| unigram_entropy(&r.tokens)).sum::<f64>() / n as f64);
+    if !text {
+        s.unigram_entropy =
+            Some(rows.iter().map(|r| unigram_entropy(&r.tokens)).sum::<f64>() / n as f64);
+    }
     let firsts: Vec<usize> = rows.iter().filter_map(|r| r.first_invalid).collect();
     if !firsts.is_empty() {
         s.mean_first_error = Some(firsts.iter().sum::<usize>() as f64 / firsts.len() as f64);

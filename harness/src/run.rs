@@ -106,7 +106,7 @@ pub(crate) fn check_components(suite: &Suite, descriptors: &Descriptors) -> Resu
                                 ),
                             ))
                         }
-                        (false, None) => {
+                        (false, None) if !si.steps_optional => {
                             return Err(SuiteError::at(
                                 &suite.source,
                                 &s.span,

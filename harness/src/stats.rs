@@ -398,6 +398,41 @@ pub fn normal_quantile(p: f64) -> f64 {
     invert(normal_cdf, p)
 }
 
+/// Penalty factor of [`aup`]'s quality weight (d3LLM's default).
+pub const AUP_ALPHA: f64 = 3.0;
+/// Accuracy points (in percent) below the least-parallel point's accuracy that [`aup`] still
+/// counts (d3LLM's default).
+pub const AUP_FLOOR_OFFSET: f64 = 5.0;
+
+/// Accuracy under parallelism (AUP, d3LLM, Qian et al. 2026): the area under a series'
+/// accuracy–parallelism curve, each accuracy weighted by `W(y) = min(exp(−α(1 − y/y_max)), 1)`
+/// so that speed bought with accuracy counts little.
+///
+/// `points` are (tokens per forward, accuracy in percent). Sorted by parallelism, points whose
+/// accuracy is more than [`AUP_FLOOR_OFFSET`] points below the least-parallel point's are left
+/// out, and `AUP = ρ₁·y₁·W(y₁) + Σᵢ ½(ρᵢ − ρᵢ₋₁)(yᵢW(yᵢ) + yᵢ₋₁W(yᵢ₋₁))` (trapezoids). `y_max`
+/// is the best accuracy of the comparison pool, so AUP moves when the pool changes: state it
+/// with the figure. `None` without a point of positive parallelism.
+pub fn aup(points: &[(f64, f64)], y_max: f64, alpha: f64) -> Option<f64> {
+    let mut pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(r, y)| *r > 0.0 && r.is_finite() && y.is_finite())
+        .collect();
+    if pts.is_empty() || !(y_max > 0.0) {
+        return None;
+    }
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let floor = pts[0].1 - AUP_FLOOR_OFFSET;
+    pts.retain(|p| p.1 >= floor);
+    let weighted = |y: f64| y * (-alpha * (1.0 - y / y_max)).exp().min(1.0);
+    let mut area = pts[0].0 * weighted(pts[0].1);
+    for w in pts.windows(2) {
+        area += 0.5 * (w[1].0 - w[0].0) * (weighted(w[1].1) + weighted(w[0].1));
+    }
+    Some(area)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,5 +574,34 @@ mod tests {
         assert_eq!(f.df, 0);
         assert!(fit_line(&[1.0], &[1.0], None, 0.95).is_none());
         assert!(fit_line(&[1.0, 1.0], &[1.0, 2.0], None, 0.95).is_none());
+    }
+
+    #[test]
+    fn aup_matches_hand_computation() {
+        // One point at the best accuracy: ρ·y.
+        close(aup(&[(2.0, 80.0)], 80.0, AUP_ALPHA).unwrap(), 160.0, 1e-12);
+        // Two points, no degradation: a rectangle plus a trapezoid of height y.
+        close(
+            aup(&[(1.0, 80.0), (3.0, 80.0)], 80.0, AUP_ALPHA).unwrap(),
+            80.0 + 2.0 * 80.0,
+            1e-9,
+        );
+        // Degraded second point: weighted by exp(−3(1 − 76/80)).
+        let w = 76.0 * (-3.0f64 * (1.0 - 76.0 / 80.0)).exp();
+        close(
+            aup(&[(3.0, 76.0), (1.0, 80.0)], 80.0, AUP_ALPHA).unwrap(),
+            80.0 + 0.5 * 2.0 * (80.0 + w),
+            1e-9,
+        );
+        // More than 5 points below the least-parallel accuracy: left out.
+        close(
+            aup(&[(1.0, 80.0), (4.0, 60.0)], 80.0, AUP_ALPHA).unwrap(),
+            80.0,
+            1e-12,
+        );
+        // A pool with a better model lowers everyone's weight.
+        assert!(aup(&[(1.0, 80.0)], 90.0, AUP_ALPHA).unwrap() < 80.0);
+        assert_eq!(aup(&[], 80.0, AUP_ALPHA), None);
+        assert_eq!(aup(&[(0.0, 80.0)], 80.0, AUP_ALPHA), None);
     }
 }

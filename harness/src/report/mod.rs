@@ -186,6 +186,31 @@ pub struct TaskSection {
     pub task_metrics: Vec<crate::registry::MetricDef>,
     pub ar_units: Vec<String>,
     pub samples: Vec<CellSamples>,
+    /// Text tasks: accuracy under parallelism per series (d3LLM's AUP).
+    pub aup: Option<AupTable>,
+}
+
+/// AUP of every series of a text task against one comparison pool.
+#[derive(Debug, Clone, Serialize)]
+pub struct AupTable {
+    /// The accuracy metric (the task's first declared higher-is-better rate).
+    pub metric: String,
+    /// The best accuracy in the pool, in percent: AUP's reference `y_max`.
+    pub y_max: f64,
+    /// The series in the pool (every model series of the task in this run).
+    pub pool: Vec<String>,
+    /// Penalty factor α of the quality weight.
+    pub alpha: f64,
+    pub rows: Vec<AupRow>,
+}
+
+/// One series' AUP.
+#[derive(Debug, Clone, Serialize)]
+pub struct AupRow {
+    pub series: String,
+    pub aup: Option<f64>,
+    /// (tokens per forward, accuracy %) points it was computed from.
+    pub points: Vec<(f64, f64)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -231,6 +256,7 @@ impl Report {
                     "label": t.label,
                     "optimal_ter": t.optimal_ter,
                     "verdict": t.verdict_lines,
+                    "aup": t.aup,
                     "plots": t.plots.iter().chain(&t.cost_plots).map(|p| serde_json::json!({
                         "title": p.title, "drawn": p.svg.is_some(), "note": p.note,
                     })).collect::<Vec<_>>(),

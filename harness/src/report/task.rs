@@ -4,7 +4,7 @@
 use super::svg::{self, Chart, Frontier, HLine, Marker, Point, Scale, Series};
 use super::verdict::{verdict, Verdict};
 use super::{anchor, fmt_num, series_label, CellSamples, LegendEntry, Plot, SampleView};
-use super::{TaskSection, SAMPLES_PER_CELL};
+use super::{AupRow, AupTable, TaskSection, SAMPLES_PER_CELL};
 use crate::metrics::{self, CellSummary};
 use crate::results::{CellRecord, CellStatus, SampleRecord};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -101,6 +101,8 @@ struct TaskView<'a> {
     optimal_ter: Option<f64>,
     /// The step range of every series, so that the steps plots share an x axis.
     steps_hint: Option<(f64, f64)>,
+    /// A text task: completions scored by the task, no TER.
+    text: bool,
 }
 
 /// A metric's value and CI, read off a summary row.
@@ -115,7 +117,19 @@ pub(super) fn section(
 ) -> (TaskSection, Vec<Verdict>) {
     let view = TaskView::new(run, task, summary);
     let (verdict_lines, verdicts) = view.verdicts();
-    let plots = vec![view.ter_plot(), view.ser_plot(), view.speedup_plot()];
+    let plots = if view.text {
+        // Text tasks have no TER: their own metrics (accuracy, step errors) against steps.
+        let mut plots: Vec<Plot> = view
+            .plotted_metrics()
+            .iter()
+            .map(|d| view.metric_plot(d))
+            .collect();
+        plots.push(view.ser_plot());
+        plots.push(view.speedup_plot());
+        plots
+    } else {
+        vec![view.ter_plot(), view.ser_plot(), view.speedup_plot()]
+    };
     let cost_plots = view.cost_plots();
     (
         view.into_section(verdict_lines, plots, cost_plots),
@@ -162,6 +176,14 @@ impl<'a> TaskView<'a> {
                 all_steps.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             )
         });
+        let text = rows
+            .iter()
+            .filter_map(|r| run.record.get(r.unit.as_str()))
+            .any(|c| {
+                c.task_description
+                    .as_ref()
+                    .is_some_and(|d| d.text.is_some())
+            });
         TaskView {
             run,
             task,
@@ -171,6 +193,46 @@ impl<'a> TaskView<'a> {
             series,
             optimal_ter,
             steps_hint,
+            text,
+        }
+    }
+
+    /// The task's declared metrics worth a plot against steps: those with a better direction,
+    /// less the harness's collapse guards (shown in the table).
+    fn plotted_metrics(&self) -> Vec<dlm_plugin_api::MetricDecl> {
+        let mut out: Vec<dlm_plugin_api::MetricDecl> = Vec::new();
+        // In the order the task declares them.
+        let declared = self
+            .rows
+            .iter()
+            .filter_map(|r| self.run.record.get(r.unit.as_str()))
+            .filter_map(|c| c.task_description.as_ref())
+            .flat_map(|d| d.metrics.iter());
+        for decl in declared {
+            let guard = matches!(decl.name.as_str(), "empty_completion" | "masked_completion");
+            if !guard
+                && decl.better != dlm_plugin_api::Better::Neither
+                && !out.iter().any(|d| d.name == decl.name)
+            {
+                out.push(decl.clone());
+            }
+        }
+        out
+    }
+
+    /// A task-declared metric against steps, the AR cells as reference lines.
+    fn metric_plot(&self, decl: &dlm_plugin_api::MetricDecl) -> Plot {
+        let name = decl.name.clone();
+        let value = |r: &CellSummary| r.metrics.get(&name).and_then(|m| m.value);
+        let ci = |r: &CellSummary| r.metrics.get(&name).and_then(|m| m.ci);
+        let mut chart = self.steps_chart(&decl.label, decl.label.clone(), Scale::Linear, true);
+        chart.series = self.steps_series(&value, &ci, &decl.label, decl.digits).0;
+        chart.hlines = self.ar_lines(&value, &ci);
+        let has = chart.series.iter().any(|s| !s.points.is_empty());
+        Plot {
+            title: format!("{} vs steps", decl.label),
+            svg: has.then(|| chart.render()),
+            note: (!has).then(|| format!("No {} to plot.", decl.label)),
         }
     }
 
@@ -192,6 +254,7 @@ impl<'a> TaskView<'a> {
                 baseline,
                 self.optimal_ter,
                 self.run.qualified(),
+                self.text,
             );
             lines.push(v.sentence.clone());
             verdicts.push(v);
@@ -417,6 +480,9 @@ impl<'a> TaskView<'a> {
     fn cost_plots(&self) -> Vec<Plot> {
         let mut plots = Vec::new();
         for quality in [Quality::Ter, Quality::Ser] {
+            if quality == Quality::Ter && self.text {
+                continue;
+            }
             if quality == Quality::Ser && self.ser_all_zero() {
                 plots.push(Plot {
                     title: "SER vs cost".into(),
@@ -547,6 +613,52 @@ impl<'a> TaskView<'a> {
         }
     }
 
+    /// Text tasks: AUP of every series (and AR cell) on the task's accuracy metric, the pool
+    /// being all of them.
+    fn aup(&self) -> Option<AupTable> {
+        if !self.text {
+            return None;
+        }
+        let metric = self.plotted_metrics().into_iter().find(|d| {
+            d.kind == dlm_plugin_api::MetricKind::Rate && d.better == dlm_plugin_api::Better::Higher
+        })?;
+        let point = |r: &CellSummary| -> Option<(f64, f64)> {
+            let accuracy = r.metrics.get(&metric.name)?.value?;
+            Some((r.tokens_per_forward?, 100.0 * accuracy))
+        };
+        let mut groups: Vec<(String, Vec<(f64, f64)>)> = self
+            .series
+            .iter()
+            .map(|(label, cells)| {
+                (
+                    label.clone(),
+                    cells.iter().filter_map(|r| point(r)).collect(),
+                )
+            })
+            .collect();
+        for a in &self.ar {
+            groups.push((self.run.label(a), point(a).into_iter().collect()));
+        }
+        let y_max = groups
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.1))
+            .fold(0.0, f64::max);
+        Some(AupTable {
+            metric: metric.label.clone(),
+            y_max,
+            pool: groups.iter().map(|(l, _)| l.clone()).collect(),
+            alpha: crate::stats::AUP_ALPHA,
+            rows: groups
+                .into_iter()
+                .map(|(series, points)| AupRow {
+                    aup: crate::stats::aup(&points, y_max, crate::stats::AUP_ALPHA),
+                    series,
+                    points,
+                })
+                .collect(),
+        })
+    }
+
     /// A few samples per finished cell: the first two, then out-of-language ones, then more.
     fn samples(&self) -> Vec<CellSamples> {
         self.ok
@@ -574,7 +686,16 @@ impl<'a> TaskView<'a> {
                     key: r.key.clone(),
                     unit: r.unit.clone(),
                     n: rows.len(),
-                    shown: chosen.into_iter().map(sample_view).collect(),
+                    shown: chosen
+                        .into_iter()
+                        .map(|s| {
+                            if self.text {
+                                text_sample_view(s)
+                            } else {
+                                sample_view(s)
+                            }
+                        })
+                        .collect(),
                 }
             })
             .collect()
@@ -631,6 +752,7 @@ impl<'a> TaskView<'a> {
             verdict_lines,
             legend,
             samples: self.samples(),
+            aup: self.aup(),
             plots,
             cost_plots,
             rows: rows.iter().map(|r| (*r).clone()).collect(),
@@ -754,5 +876,50 @@ fn sample_view(s: &SampleRecord) -> SampleView {
         in_support: s.in_support,
         first_invalid: s.first_invalid,
         extra: (!s.extra.is_empty()).then(|| serde_json::to_string(&s.extra).unwrap_or_default()),
+    }
+}
+
+/// A text task's sample: the completion (escaped by the template), its first wrong step's line
+/// highlighted; the other per-sample figures as JSON.
+fn text_sample_view(s: &SampleRecord) -> SampleView {
+    let completion = s
+        .extra
+        .get("completion")
+        .and_then(|c| c.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let wrong_line = s
+        .extra
+        .get("first_wrong")
+        .and_then(|w| w.as_str())
+        .and_then(|w| w.strip_prefix("line "))
+        .and_then(|w| w.split(':').next())
+        .and_then(|n| n.parse::<usize>().ok());
+    let (before, bad, after) = match wrong_line {
+        Some(n) if n >= 1 && n <= completion.split('\n').count() => {
+            let lines: Vec<&str> = completion.split('\n').collect();
+            let mut before = lines[..n - 1].join("\n");
+            if n > 1 {
+                before.push('\n');
+            }
+            let mut after = lines[n..].join("\n");
+            if n < lines.len() {
+                after.insert(0, '\n');
+            }
+            (before, lines[n - 1].to_string(), after)
+        }
+        _ => (completion, String::new(), String::new()),
+    };
+    let mut extra = s.extra.clone();
+    extra.remove("completion");
+    SampleView {
+        index: s.index,
+        before,
+        bad,
+        after,
+        log_q: None,
+        in_support: s.in_support,
+        first_invalid: None,
+        extra: Some(serde_json::to_string(&extra).unwrap_or_default()),
     }
 }

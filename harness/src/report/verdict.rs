@@ -200,7 +200,11 @@ pub(super) fn verdict(
     baseline: Option<&CellSummary>,
     optimal_ter: Option<f64>,
     qualify_baseline: bool,
+    text: bool,
 ) -> Verdict {
+    if text {
+        return text_verdict(task, label, points, baseline, qualify_baseline);
+    }
     let judged = Judged {
         points,
         baseline,
@@ -248,6 +252,85 @@ pub(super) fn verdict(
         fewest_steps: fewest.steps,
         fewest_ter: fewest.ter,
         fewest_ter_infinite: fewest.ter.is_none() && fewest.zero_probability_samples > 0,
+        fewest_ser: fewest.ser,
+        fewest_speedup: fewest.speedup,
+        sentence,
+    }
+}
+
+/// A text task's verdict: from how many steps the series' SER (wrong chains) matches its AR
+/// baseline's (or is consistent with 0), and its accuracy there. Text tasks have no TER.
+fn text_verdict(
+    task: &str,
+    label: &str,
+    points: &[&CellSummary],
+    baseline: Option<&CellSummary>,
+    qualify_baseline: bool,
+) -> Verdict {
+    let judged = Judged {
+        points,
+        baseline,
+        optimal_ter: None,
+    };
+    let ser_match = judged.from(|r| judged.ser_ok(r));
+    let matched = ser_match.and_then(|s| points.iter().copied().find(|r| r.steps == Some(s)));
+    let fewest = points[0];
+    let rule = fewest.baseline_rule.clone();
+    let accuracy = |r: &CellSummary| {
+        r.metrics
+            .get("accuracy_strict")
+            .and_then(|m| m.value)
+            .map(|a| format!(", accuracy {}", fmt_num(Some(a), 3)))
+            .unwrap_or_default()
+    };
+    let against = match (baseline, rule.as_deref()) {
+        (None, _) => "error-free chains".to_string(),
+        (b, r) => against(b, r, qualify_baseline),
+    };
+    let sentence = format!(
+        "{label} vs {against}: {}",
+        judged.describe(
+            ser_match,
+            "SER",
+            judged.closest(|r| r.ser, baseline.and_then(|b| b.ser).or(Some(0.0)), 3)
+        )
+    );
+    let mut sentence = sentence.replace(
+        "consistent with the optimum",
+        "consistent with no wrong chain",
+    );
+    if let Some(m) = matched {
+        sentence.push_str(&matched_clause(m, baseline).replace(". With both, from", ". From"));
+    }
+    sentence.push_str(&format!(
+        ". At {}: SER {}{}{}.",
+        steps_word(fewest.steps.unwrap_or(0)),
+        fmt_num(fewest.ser, 3),
+        accuracy(fewest),
+        baseline
+            .map(|b| format!(" (AR: SER {}{})", fmt_num(b.ser, 3), accuracy(b)))
+            .unwrap_or_default()
+    ));
+    Verdict {
+        task: task.to_string(),
+        anchor: format!("task-{}", anchor(task)),
+        series: label.to_string(),
+        baseline: baseline.map(|b| b.key.clone()),
+        baseline_unit: baseline.map(|b| b.unit.clone()),
+        baseline_label: baseline
+            .map(|b| format!("{} · {}", b.model, b.sampler.as_deref().unwrap_or("?"))),
+        baseline_rule: rule,
+        baseline_ter: None,
+        baseline_ser: baseline.and_then(|b| b.ser),
+        optimal_ter: None,
+        ter_match_steps: None,
+        ser_match_steps: ser_match,
+        match_steps: ser_match,
+        match_speedup: matched.and_then(|m| m.speedup),
+        match_nfe: matched.and_then(|m| m.nfe),
+        fewest_steps: fewest.steps,
+        fewest_ter: None,
+        fewest_ter_infinite: false,
         fewest_ser: fewest.ser,
         fewest_speedup: fewest.speedup,
         sentence,

@@ -12,6 +12,36 @@ pub(super) fn run_cell(
     events: &mut EventWriter,
 ) -> Result<CellOutput> {
     let (task_plugin, task, description) = open_task(&cell.task, task_library, cell.length)?;
+    if description.text.is_some() {
+        let model = match (&cell.model, &cell.sampler) {
+            (None, _) => None,
+            (Some(model_spec), Some(sampler)) => {
+                let model_library =
+                    model_library.context("a model cell needs its model library")?;
+                let binding = TaskBinding {
+                    plugin: task_plugin.descriptor.name.clone(),
+                    task: cell.task.component.clone(),
+                    config: cell.task.config.clone(),
+                    description: description.clone(),
+                };
+                let model = open_model(
+                    model_library,
+                    model_spec,
+                    binding,
+                    None,
+                    checkpoint.cloned(),
+                )?;
+                Some((model, sampler))
+            }
+            (Some(_), None) => anyhow::bail!("a model cell needs a sampler"),
+        };
+        return text::run_text_cell(
+            cell,
+            (task_plugin, task, description),
+            model.as_ref().map(|(m, s)| (m, *s)),
+            events,
+        );
+    }
     let generated = match (&cell.model, &cell.sampler) {
         (None, _) => reference_sequences(cell, &task, &description, events)?,
         (Some(model_spec), Some(sampler)) => {
@@ -142,6 +172,7 @@ fn generate_sequences(
             seed: cell.seed,
             first_index: first as u64,
             prompts: None,
+            prompt_texts: None,
         };
         let cpu_before = process_cpu_seconds();
         let (reply, tokens): (GenerateReply, _) =

@@ -8,10 +8,11 @@ use crate::suite::{CellSpec, ComponentSpec, MemoryLimit, TrainSpec};
 use anyhow::{Context, Result};
 use dlm_plugin_api::abi::Instance;
 use dlm_plugin_api::{
-    method, ComponentInfo, ComponentKind, DescribeTaskRequest, EvaluateReply, GenerateReply,
-    GenerateRequest, LoadedPlugin, ModelOpenConfig, PluginDescriptor, SampleReferenceRequest,
-    SampleScore, SaveReply, SaveRequest, ScoreReply, TaskBinding, TaskDescription, TokenBatch,
-    TrainSettings, TrainStepReply, TrainStepRequest, TrainedCheckpoint,
+    method, Better, ComponentInfo, ComponentKind, DescribeTaskRequest, EvaluateReply,
+    EvaluateRequest, GenerateReply, GenerateRequest, LoadedPlugin, MetricDecl, MetricKind,
+    ModelOpenConfig, PluginDescriptor, SampleReferenceRequest, SampleScore, SaveReply, SaveRequest,
+    ScoreReply, TaskBinding, TaskDescription, TokenBatch, TrainSettings, TrainStepReply,
+    TrainStepRequest, TrainedCheckpoint,
 };
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -23,6 +24,7 @@ mod cell;
 mod supervise;
 #[cfg(test)]
 mod tests;
+mod text;
 mod train;
 
 use cell::{check_sequences, run_cell};

@@ -14,7 +14,6 @@ pub(super) fn run_train(
 ) -> Result<TrainOutput> {
     let spec = unit.spec().clone();
     let (task_plugin, task, description) = open_task(&unit.task, task_library, unit.length)?;
-    let vocab = description.vocab_size as u32;
     let (train_seed, validation_seed) = unit.data_seeds();
     let binding = TaskBinding {
         plugin: task_plugin.descriptor.name.clone(),
@@ -39,16 +38,14 @@ pub(super) fn run_train(
     };
     let opened = open_model(model_library, &unit.model, binding, Some(settings), None)?;
     let model = &opened.instance;
-    let validation_set = reference_batch(
-        &task,
-        spec.validation_samples,
-        unit.length,
-        validation_seed,
-        0,
-        vocab,
-    )?;
-    let reference = held_out_nll(&task, &validation_set)
-        .context("scoring the held-out validation set under the task")?;
+    let data = TrainingData::new(&task, &description, unit.length)?;
+    let validation_set = data.batch(spec.validation_samples, validation_seed, 0)?;
+    // Text tasks have no `log q`: their validation has no reference.
+    let reference = match data {
+        TrainingData::Sequences { .. } => held_out_nll(&task, &validation_set.0)
+            .context("scoring the held-out validation set under the task")?,
+        TrainingData::Text { .. } => None,
+    };
     let optimum = reference.or(description
         .entropy_nats
         .map(|h| h / description.length as f64));
@@ -59,14 +56,8 @@ pub(super) fn run_train(
     let mut last_validation: Option<f64> = None;
     let mut last_report = std::time::Instant::now() - Duration::from_secs(1);
     for step in 0..spec.steps {
-        let batch = reference_batch(
-            &task,
-            spec.batch_size,
-            unit.length,
-            train_seed,
-            (step * spec.batch_size) as u64,
-            vocab,
-        )?;
+        let (batch, prompt_lengths) =
+            data.batch(spec.batch_size, train_seed, (step * spec.batch_size) as u64)?;
         let (shape, buffer) = TokenBatch::pack(&batch);
         let (reply, _): (TrainStepReply, _) = call(
             model,
@@ -74,6 +65,7 @@ pub(super) fn run_train(
             &TrainStepRequest {
                 step,
                 lengths: shape.lengths,
+                prompt_lengths,
             },
             &buffer,
         )
@@ -139,11 +131,20 @@ pub(super) fn run_train(
 
 /// Mean NLL per token of the held-out set under the model, and whether it is an upper bound
 /// (an MDM's ELBO).
-fn validate(model: &Instance, set: &[Vec<u32>], batch_size: usize) -> Result<(f64, bool)> {
+fn validate(model: &Instance, set: &Batch, batch_size: usize) -> Result<(f64, bool)> {
     let (mut total, mut weight, mut bound) = (0.0, 0usize, false);
-    for chunk in set.chunks(batch_size.max(1)) {
+    let size = batch_size.max(1);
+    for (i, chunk) in set.0.chunks(size).enumerate() {
         let (shape, buffer) = TokenBatch::pack(chunk);
-        let (reply, _): (EvaluateReply, _) = call(model, method::MODEL_EVALUATE, &shape, &buffer)?;
+        let request = EvaluateRequest {
+            lengths: shape.lengths,
+            prompt_lengths: set
+                .1
+                .as_ref()
+                .map(|p| p[i * size..i * size + chunk.len()].to_vec()),
+        };
+        let (reply, _): (EvaluateReply, _) =
+            call(model, method::MODEL_EVALUATE, &request, &buffer)?;
         if !reply.nll_per_token.is_finite() {
             anyhow::bail!(
                 "model.evaluate returned a non-finite loss ({})",
@@ -199,4 +200,70 @@ pub(super) fn held_out_nll(task: &Instance, seqs: &[Vec<u32>]) -> Result<Option<
         }
     }
     Ok((tokens > 0).then(|| total / tokens as f64))
+}
+
+/// A batch of training sequences and, for text tasks, their prompt lengths.
+type Batch = (Vec<Vec<u32>>, Option<Vec<usize>>);
+
+/// Where training sequences come from: the task's reference sampler, or (text tasks) its
+/// prompts with their reference completions in the task's vocabulary.
+enum TrainingData<'t> {
+    Sequences {
+        task: &'t Instance,
+        length: usize,
+        vocab: u32,
+    },
+    Text {
+        task: &'t Instance,
+        length: usize,
+        codec: text::Codec,
+    },
+}
+
+impl<'t> TrainingData<'t> {
+    fn new(task: &'t Instance, description: &TaskDescription, length: usize) -> Result<Self> {
+        if description.text.is_none() {
+            return Ok(TrainingData::Sequences {
+                task,
+                length,
+                vocab: description.vocab_size as u32,
+            });
+        }
+        let codec = text::Codec::of(description)?.context(
+            "this text task has no vocabulary of its own, so the harness cannot train a model on it (a model with its own tokenizer trains elsewhere)",
+        )?;
+        Ok(TrainingData::Text {
+            task,
+            length,
+            codec,
+        })
+    }
+
+    /// Sequences `first .. first + n` of the stream `seed`.
+    fn batch(&self, n: usize, seed: u64, first: u64) -> Result<Batch> {
+        match self {
+            TrainingData::Sequences {
+                task,
+                length,
+                vocab,
+            } => Ok((
+                reference_batch(task, n, *length, seed, first, *vocab)?,
+                None,
+            )),
+            TrainingData::Text {
+                task,
+                length,
+                codec,
+            } => {
+                let mut seqs = Vec::with_capacity(n);
+                let mut prompt_lengths = Vec::with_capacity(n);
+                for prompt in text::prompts(task, first, n, seed)? {
+                    let (ids, prompt_len) = codec.training_sequence(&prompt, *length)?;
+                    seqs.push(ids);
+                    prompt_lengths.push(prompt_len);
+                }
+                Ok((seqs, Some(prompt_lengths)))
+            }
+        }
+    }
 }
