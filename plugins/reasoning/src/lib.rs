@@ -10,7 +10,11 @@
 //!   checked link by link and reported separately ([`Verification`]).
 //! * [`summary`] — counts over many completions: accuracy, step error, sequence error, trace
 //!   error (Uesato et al. 2022), coverage.
+//! * [`plugin`] — the tasks `gsm8k` and `arith` for dlm-bench (text tasks: prompts in,
+//!   completions verified).
 //! * [`data`] — the pinned GSM8K `test.jsonl` / `train.jsonl`, sha256-checked.
+//! * [`synthetic`] — procedurally generated arithmetic chains in GSM8K's format, with a fixed
+//!   character vocabulary, for training small models.
 //!
 //! ```
 //! let v = dlm_reasoning::verify("1+2+3 = 3+3 = 7\n#### 7", Some("6"));
@@ -25,7 +29,9 @@
 pub mod answer;
 pub mod arith;
 pub mod data;
+pub mod plugin;
 pub mod summary;
+pub mod synthetic;
 pub mod verify;
 
 pub use summary::Summary;

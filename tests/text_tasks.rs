@@ -1,0 +1,163 @@
+//! Text tasks end to end through the real plugin libraries: `dlm-reasoning`'s `gsm8k` task
+//! scores generations replayed by `dlm-replay`. Gold solutions score perfectly; planted errors
+//! are counted exactly as planted; a malformed replay line fails its cell with the line named,
+//! and the run's other cells are unaffected.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// GSM8K's first 12 test problems as (question, answer, gold).
+fn gsm8k_head(n: usize) -> Vec<(String, String, String)> {
+    let path = root().join("../shared/data/gsm8k/test.jsonl");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (the shared data folder)", path.display()));
+    text.lines()
+        .take(n)
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let answer = v["answer"].as_str().unwrap().to_string();
+            let gold = answer.rsplit("#### ").next().unwrap().trim().to_string();
+            (v["question"].as_str().unwrap().to_string(), answer, gold)
+        })
+        .collect()
+}
+
+fn write_replay(path: &Path, rows: &[(usize, String)]) {
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|(i, g)| json!({"doc_id": i, "generation": g}).to_string())
+        .collect();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+fn suite(dir: &Path, models: &str) -> std::path::PathBuf {
+    let path = dir.join("suite.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: text
+samples: 12
+batch_size: 5
+lengths: [512]
+tasks:
+  - {{name: gsm8k, plugin: dlm-reasoning, task: gsm8k, config: {{limit: 12}}}}
+models:
+{models}
+samplers:
+  - sampler: replay
+"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn gold_and_planted_replays_score_exactly() {
+    let dir = scratch("text-tasks");
+    let problems = gsm8k_head(12);
+    // Gold: every solution as written.
+    let gold: Vec<(usize, String)> = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, a, _))| (i, format!(" {a}")))
+        .collect();
+    write_replay(&dir.join("gold.jsonl"), &gold);
+    // Planted: 0-5 gold; 6 a wrong intermediate with the right answer; 7 right steps but a wrong
+    // final answer; 8 no `####`; 9 garbage; 10 empty; 11 gold.
+    let mut planted = gold.clone();
+    planted[6].1 = " 2+2=<<2+2=5>>5\n#### ".to_string() + &problems[6].2;
+    planted[7].1 = format!(
+        " {}",
+        problems[7]
+            .1
+            .replace(&format!("#### {}", problems[7].2), "#### 999999",)
+    );
+    planted[8].1 = format!(" {}", problems[8].1.replace("#### ", ""));
+    planted[9].1 = "%%% <<<>>> ###".into();
+    planted[10].1 = String::new();
+    write_replay(&dir.join("planted.jsonl"), &planted);
+    // Malformed: line 3 is not JSON.
+    std::fs::write(
+        dir.join("bad.jsonl"),
+        "{\"doc_id\": 0, \"generation\": \"x\"}\n{\"doc_id\": 1, \"generation\": \"y\"}\nnot json\n",
+    )
+    .unwrap();
+    let models = format!(
+        "  - {{name: gold, plugin: dlm-replay, model: replay, config: {{path: {g}, doc_id_prefix: test-}}}}
+  - {{name: planted, plugin: dlm-replay, model: replay, config: {{path: {p}, doc_id_prefix: test-}}}}
+  - {{name: bad, plugin: dlm-replay, model: replay, config: {{path: {b}, doc_id_prefix: test-}}}}",
+        g = dir.join("gold.jsonl").display(),
+        p = dir.join("planted.jsonl").display(),
+        b = dir.join("bad.jsonl").display(),
+    );
+    let run_dir = dir.join("run");
+    let out = command()
+        .args(["run", suite(&dir, &models).to_str().unwrap(), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    // The malformed file fails its own cell only (exit 3: some cells failed).
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let s = summary(&run_dir);
+
+    let metric = |c: &Value, m: &str| c["metrics"][m]["value"].as_f64();
+    for model in ["reference", "gold"] {
+        let c = cell(&s, "gsm8k", model, None, None);
+        assert_eq!(c["status"], "ok", "{c}");
+        assert_eq!(c["ser"], 0.0, "{model}: {c}");
+        assert_eq!(metric(c, "accuracy_strict"), Some(1.0));
+        assert_eq!(metric(c, "step_error_rate"), Some(0.0));
+        assert_eq!(c["ter"], Value::Null, "text tasks have no TER");
+    }
+
+    let c = cell(&s, "gsm8k", "planted", None, None);
+    assert_eq!(c["status"], "ok", "{c}");
+    // Wrong chains: 6 (wrong step), 7 (wrong answer), 8 (no ####), 9, 10 → 5 of 12.
+    assert_eq!(c["ser"], 5.0 / 12.0, "{c}");
+    // Strictly right answers: 0-5, 6, 11 → 8 of 12; flexible also finds 8's last number.
+    assert_eq!(metric(c, "accuracy_strict"), Some(8.0 / 12.0));
+    assert_eq!(metric(c, "accuracy_flexible"), Some(9.0 / 12.0));
+    // Trace error among the 8 right answers: exactly problem 6.
+    assert_eq!(metric(c, "trace_error"), Some(1.0 / 8.0));
+    assert_eq!(metric(c, "first_error_step"), Some(1.0));
+    assert_eq!(metric(c, "empty_completion"), Some(1.0 / 12.0));
+    assert_eq!(c["metrics"]["trace_error"]["n"], 8);
+
+    let c = cell(&s, "gsm8k", "bad", None, None);
+    assert_eq!(c["status"], "failed");
+    let cause = c["cause"].as_str().unwrap();
+    assert!(cause.contains("bad.jsonl:3"), "{cause}");
+}
+
+#[test]
+fn a_missing_replay_row_names_the_document() {
+    let dir = scratch("text-tasks-missing");
+    let problems = gsm8k_head(12);
+    let rows: Vec<(usize, String)> = problems
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 4)
+        .map(|(i, (_, a, _))| (i, format!(" {a}")))
+        .collect();
+    write_replay(&dir.join("holes.jsonl"), &rows);
+    let models = format!(
+        "  - {{name: holes, plugin: dlm-replay, model: replay, config: {{path: {}, doc_id_prefix: test-}}}}",
+        dir.join("holes.jsonl").display()
+    );
+    let run_dir = dir.join("run");
+    let out = command()
+        .args(["run", suite(&dir, &models).to_str().unwrap(), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let s = summary(&run_dir);
+    let c = cell(&s, "gsm8k", "holes", None, None);
+    let cause = c["cause"].as_str().unwrap();
+    assert!(cause.contains("doc_id `4`"), "{cause}");
+    // The reference row is unaffected.
+    assert_eq!(cell(&s, "gsm8k", "reference", None, None)["status"], "ok");
+}
