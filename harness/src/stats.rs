@@ -419,7 +419,7 @@ pub fn aup(points: &[(f64, f64)], y_max: f64, alpha: f64) -> Option<f64> {
         .copied()
         .filter(|(r, y)| *r > 0.0 && r.is_finite() && y.is_finite())
         .collect();
-    if pts.is_empty() || !(y_max > 0.0) {
+    if pts.is_empty() || y_max.is_nan() || y_max <= 0.0 {
         return None;
     }
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
