@@ -21,6 +21,8 @@ pub enum Aggregate {
     Mean,
     /// Throughput over repeated timed batches (never paired, never "identical").
     Timing,
+    /// pass@k over the problems of a cell (`MetricKind::PassAtK`).
+    PassAtK(u64),
 }
 
 type ValueFn = fn(&CellSummary) -> Option<f64>;
@@ -99,6 +101,7 @@ impl MetricDef {
             aggregate: match d.kind {
                 MetricKind::Rate => Aggregate::Rate,
                 MetricKind::Mean => Aggregate::Mean,
+                MetricKind::PassAtK { k } => Aggregate::PassAtK(k),
             },
             model_only: false,
             task_declared: true,

@@ -433,6 +433,23 @@ pub fn aup(points: &[(f64, f64)], y_max: f64, alpha: f64) -> Option<f64> {
     Some(area)
 }
 
+/// Chen et al.'s unbiased pass@k of one problem with `n` samples, `c` of them correct:
+/// `1 − C(n−c, k)/C(n, k)`, as the numerically stable product `1 − Π_{i=n−c+1}^{n} (1 − k/i)`.
+/// `None` when `n < k`.
+pub fn pass_at_k(n: u64, c: u64, k: u64) -> Option<f64> {
+    if n < k || c > n || k == 0 {
+        return None;
+    }
+    if n - c < k {
+        return Some(1.0);
+    }
+    Some(
+        1.0 - (n - c + 1..=n)
+            .map(|i| 1.0 - k as f64 / i as f64)
+            .product::<f64>(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,5 +620,33 @@ mod tests {
         assert!(aup(&[(1.0, 80.0)], 90.0, AUP_ALPHA).unwrap() < 80.0);
         assert_eq!(aup(&[], 80.0, AUP_ALPHA), None);
         assert_eq!(aup(&[(0.0, 80.0)], 80.0, AUP_ALPHA), None);
+    }
+
+    #[test]
+    fn pass_at_k_matches_brute_force_over_subsets() {
+        // 1 − C(n−c, k)/C(n, k) by counting k-subsets with no correct sample.
+        fn brute(n: u64, c: u64, k: u64) -> f64 {
+            let (mut all, mut none) = (0u64, 0u64);
+            for mask in 0u64..(1 << n) {
+                if mask.count_ones() as u64 != k {
+                    continue;
+                }
+                all += 1;
+                // Samples 0..c are the correct ones.
+                if mask & ((1 << c) - 1) == 0 {
+                    none += 1;
+                }
+            }
+            1.0 - none as f64 / all as f64
+        }
+        for n in 1..=10 {
+            for c in 0..=n {
+                for k in 1..=n {
+                    close(pass_at_k(n, c, k).unwrap(), brute(n, c, k), 1e-12);
+                }
+            }
+        }
+        assert_eq!(pass_at_k(3, 1, 5), None, "n < k has no estimate");
+        close(pass_at_k(10, 3, 1).unwrap(), 0.3, 1e-12);
     }
 }

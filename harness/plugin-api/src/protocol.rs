@@ -415,6 +415,15 @@ pub enum MetricKind {
     Rate,
     /// Per-sample numbers: the mean, with a bootstrap 95% CI over samples.
     Mean,
+    /// Per-sample `true`/`false` (the sample solved its problem), grouped by the problem
+    /// (`SampleScore::extra["prompt_id"]`): the unbiased pass@k estimator of Chen et al. 2021,
+    /// `1 − C(n−c, k)/C(n, k)` per problem with `n` samples and `c` correct, averaged over
+    /// problems, with a bootstrap 95% CI over problems. Needs `n ≥ k` samples of every problem
+    /// (otherwise no value). Since API 1.2.
+    PassAtK {
+        /// The `k` of pass@k.
+        k: u64,
+    },
 }
 
 /// Which direction of a metric is better.
