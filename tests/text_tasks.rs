@@ -161,3 +161,62 @@ fn a_missing_replay_row_names_the_document() {
     // The reference row is unaffected.
     assert_eq!(cell(&s, "gsm8k", "reference", None, None)["status"], "ok");
 }
+
+#[test]
+fn a_missing_or_altered_data_file_fails_its_cells_with_the_path() {
+    let dir = scratch("text-tasks-data");
+    // A data folder whose test.jsonl is GSM8K with one byte changed: the sha256 check refuses it.
+    let data = dir.join("data");
+    std::fs::create_dir_all(data.join("gsm8k")).unwrap();
+    let real = std::fs::read(root().join("../shared/data/gsm8k/test.jsonl")).unwrap();
+    let mut altered = real.clone();
+    altered[10] ^= 0x20;
+    std::fs::write(data.join("gsm8k/test.jsonl"), altered).unwrap();
+    let suite = dir.join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: data
+samples: 4
+lengths: [512]
+tasks:
+  - {{name: altered, plugin: dlm-reasoning, task: gsm8k, config: {{data_dir: {d}}}}}
+  - {{name: missing, plugin: dlm-reasoning, task: gsm8k, config: {{data_dir: {m}}}}}
+  - {{name: fine, plugin: dlm-reasoning, task: arith}}
+models:
+  - {{name: gold, plugin: dlm-replay, model: replay, config: {{path: nowhere.jsonl}}}}
+samplers:
+  - sampler: replay
+",
+            d = data.display(),
+            m = dir.join("empty").display()
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.join("run");
+    let out = command()
+        .args(["run", suite.to_str().unwrap(), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let s = summary(&run_dir);
+    let cause = |task: &str| {
+        cell(&s, task, "reference", None, None)["cause"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let altered = cause("altered");
+    assert!(
+        altered.contains("test.jsonl") && altered.contains("sha256"),
+        "{altered}"
+    );
+    let missing = cause("missing");
+    assert!(
+        missing.contains("test.jsonl") && missing.contains("not found"),
+        "{missing}"
+    );
+    // The arith task's reference row is unaffected.
+    assert_eq!(cell(&s, "fine", "reference", None, None)["status"], "ok");
+}
