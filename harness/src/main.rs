@@ -72,6 +72,11 @@ struct RunArgs {
     /// reports/checkpoints).
     #[arg(long)]
     checkpoints: Option<PathBuf>,
+    /// Cells run at once, each in its own worker process (default: $DLM_BENCH_JOBS, else the
+    /// number of cores, or 1 when a plugin runs on a GPU). Results are the same for any value; timings share the
+    /// cores, so measure speed with --jobs 1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
 }
 
 #[derive(Args)]
@@ -221,9 +226,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         resume,
         plugin_profile,
         checkpoints,
+        jobs,
     } = args;
 
     let outcome = run(&RunOptions {
+        jobs: jobs.map(|j| j as usize),
         suite,
         out,
         resume,

@@ -25,6 +25,30 @@ pub struct RunOptions {
     pub plugin_profile: String,
     /// The checkpoint cache for models with `train:`.
     pub checkpoints: PathBuf,
+    /// Cells run at once, each in its own worker (`None`: [`default_jobs`]).
+    pub jobs: Option<usize>,
+}
+
+/// Cells at once when the user does not say: `$DLM_BENCH_JOBS` if set, else 1 when a plugin
+/// runs on a device other than the CPU (cells would contend for one accelerator), else the
+/// number of cores.
+pub fn default_jobs(descriptors: &Descriptors) -> usize {
+    if let Some(jobs) = std::env::var("DLM_BENCH_JOBS")
+        .ok()
+        .and_then(|j| j.parse::<usize>().ok())
+        .filter(|&j| j > 0)
+    {
+        return jobs;
+    }
+    let accelerated = descriptors
+        .values()
+        .filter_map(|d| d.as_ref().ok())
+        .any(|d| d.device != "cpu");
+    if accelerated {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
 }
 
 pub struct RunOutcome {
@@ -190,7 +214,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         todo.len()
     );
 
-    let (bars, cell_bar, sample_bar) = progress_bars(todo.len());
+    let jobs = opts
+        .jobs
+        .unwrap_or_else(|| default_jobs(&descriptors))
+        .clamp(1, todo.len().max(1));
+    let (bars, cell_bar) = progress_bars(todo.len());
     let trained = training::ensure_trained(
         &training::units(todo.iter().copied()),
         &libraries,
@@ -200,46 +228,61 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         &bars,
         suite.memory_limit,
     )?;
-
-    let (mut ok, mut failed) = (0, 0);
-    for cell in todo {
-        let key = cell.key();
-        cell_bar.set_message(key.clone());
-        let started = Instant::now();
-        let outcome = match cell_job(cell, &libraries, &descriptors, &trained) {
-            Err(cause) => Outcome::Failed(cause),
-            Ok(job) => {
-                sample_bar.reset();
-                sample_bar.set_length(cell.n as u64);
-                worker::run_job(
-                    &job,
-                    &dir.path.join("work"),
-                    &cell.unit_id(),
-                    worker::Limits::new(
-                        Duration::from_secs_f64(cell.timeout_seconds),
-                        suite.memory_limit,
-                    ),
-                    |phase, done, total, _| {
-                        sample_bar.set_prefix(phase.to_string());
-                        sample_bar.set_length(total as u64);
-                        sample_bar.set_position(done as u64);
-                    },
-                )?
-            }
-        };
-        if let Outcome::Failed(cause) = &outcome {
-            bars.suspend(|| tracing::error!("cell {key} failed: {cause}"));
-        }
-        let (record, samples) = cell_results(cell, outcome, started.elapsed().as_secs_f64())?;
-        match record.status {
-            CellStatus::Ok => ok += 1,
-            CellStatus::Failed => failed += 1,
-        }
-        dir.append_cell(&samples, &record)
-            .with_context(|| format!("cannot record the results of cell {key}"))?;
-        cell_bar.inc(1);
+    if jobs > 1 {
+        tracing::info!("{jobs} cells at a time (--jobs); timings share the machine's cores");
     }
-    sample_bar.finish_and_clear();
+    let context = CellContext {
+        libraries: &libraries,
+        descriptors: &descriptors,
+        trained: &trained,
+        scratch: dir.path.join("work"),
+        memory_limit: suite.memory_limit,
+    };
+    let (mut ok, mut failed) = (0, 0);
+    // Workers take cells from one queue; only this thread writes the run directory, in the
+    // order cells finish (the summary is ordered by the suite, so results do not depend on it).
+    let queue = std::sync::Mutex::new(todo.into_iter());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel::<Result<(CellRecord, Vec<SampleRecord>)>>();
+        for _ in 0..jobs {
+            let (tx, queue, stop, context) = (tx.clone(), &queue, &stop, &context);
+            let bar = bars.add(sample_bar());
+            scope.spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Some(cell) = queue.lock().ok().and_then(|mut q| q.next()) else {
+                        break;
+                    };
+                    bar.set_message(cell.key());
+                    if tx.send(context.run_cell(cell, &bar)).is_err() {
+                        break;
+                    }
+                }
+                bar.finish_and_clear();
+            });
+        }
+        drop(tx);
+        for result in rx {
+            let recorded = result.and_then(|(record, samples)| {
+                if let Some(cause) = &record.cause {
+                    bars.suspend(|| tracing::error!("cell {} failed: {cause}", record.key));
+                }
+                match record.status {
+                    CellStatus::Ok => ok += 1,
+                    CellStatus::Failed => failed += 1,
+                }
+                dir.append_cell(&samples, &record)
+                    .with_context(|| format!("cannot record the results of cell {}", record.key))
+            });
+            if let Err(e) = recorded {
+                // Let the workers finish their cells and take no more.
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(e);
+            }
+            cell_bar.inc(1);
+        }
+        Ok(())
+    })?;
     cell_bar.finish_and_clear();
 
     let mut manifest = dir.read_manifest()?;
@@ -375,25 +418,74 @@ fn new_manifest(suite: &Suite, plugins: Vec<ManifestPlugin>, cells_total: usize)
     }
 }
 
-/// The progress display: cells done, and the current cell's samples.
-fn progress_bars(cells: usize) -> (MultiProgress, ProgressBar, ProgressBar) {
+/// The progress display: cells done; each worker slot adds a bar of its cell's samples.
+fn progress_bars(cells: usize) -> (MultiProgress, ProgressBar) {
     let bars = MultiProgress::new();
     let cell_bar = bars.add(ProgressBar::new(cells as u64));
     cell_bar.set_style(
         ProgressStyle::with_template(
-            "{prefix:>8} [{bar:30}] {pos}/{len} cells  {elapsed} elapsed, ETA {eta}  {msg}",
+            "{prefix:>8} [{bar:30}] {pos}/{len} cells  {elapsed} elapsed, ETA {eta}",
         )
         .expect("valid template")
         .progress_chars("=> "),
     );
     cell_bar.set_prefix("cells");
-    let sample_bar = bars.add(ProgressBar::new(0));
-    sample_bar.set_style(
-        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} samples  ETA {eta}")
-            .expect("valid template")
-            .progress_chars("=> "),
+    (bars, cell_bar)
+}
+
+/// One worker slot's bar: the samples of the cell it runs.
+fn sample_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>8} [{bar:30}] {pos}/{len} samples  ETA {eta}  {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
-    (bars, cell_bar, sample_bar)
+    bar
+}
+
+/// What every cell of a run needs to start its worker.
+struct CellContext<'a> {
+    libraries: &'a BTreeMap<PluginRef, PathBuf>,
+    descriptors: &'a Descriptors,
+    trained: &'a BTreeMap<String, std::result::Result<training::TrainRecord, String>>,
+    scratch: PathBuf,
+    memory_limit: crate::suite::MemoryLimit,
+}
+
+impl CellContext<'_> {
+    /// Run one cell in its worker (or record why it cannot run): its record and samples.
+    fn run_cell(
+        &self,
+        cell: &CellSpec,
+        bar: &ProgressBar,
+    ) -> Result<(CellRecord, Vec<SampleRecord>)> {
+        let started = Instant::now();
+        let outcome = match cell_job(cell, self.libraries, self.descriptors, self.trained) {
+            Err(cause) => Outcome::Failed(cause),
+            Ok(job) => {
+                bar.reset();
+                bar.set_length(cell.n as u64);
+                worker::run_job(
+                    &job,
+                    &self.scratch,
+                    &cell.unit_id(),
+                    worker::Limits::new(
+                        Duration::from_secs_f64(cell.timeout_seconds),
+                        self.memory_limit,
+                    ),
+                    |phase, done, total, _| {
+                        bar.set_prefix(phase.to_string());
+                        bar.set_length(total as u64);
+                        bar.set_position(done as u64);
+                    },
+                )?
+            }
+        };
+        cell_results(cell, outcome, started.elapsed().as_secs_f64())
+    }
 }
 
 /// The worker job of a cell, or why it cannot run (a plugin that did not load, a training

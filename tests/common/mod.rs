@@ -24,6 +24,9 @@ pub fn command() -> Command {
     cmd.current_dir(root())
         .env("DLM_BENCH_PLUGIN_PROFILE", "debug")
         .env("DLM_BENCH_LOG", "warn")
+        // One cell at a time unless a test asks for more (`--jobs`): tests that kill a run
+        // mid-way or read timings assume it.
+        .env("DLM_BENCH_JOBS", "1")
         .env(
             "DLM_BENCH_CHECKPOINTS",
             PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("checkpoints"),

@@ -1,0 +1,77 @@
+//! `run --jobs N`: cells run in several workers at once, and nothing but timings changes — the
+//! same cells, samples, scores and summary figures as one at a time, in the suite's order.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+/// Summary fields that measure time, which parallel cells are allowed to change.
+const TIMING: &[&str] = &[
+    "wall_seconds",
+    "tokens_per_second",
+    "tokens_per_second_iqr",
+    "tokens_per_cpu_second",
+    "speedup",
+    "timed_batches",
+];
+
+fn without_timings(summary: &[Value]) -> Vec<Value> {
+    summary
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            for k in TIMING {
+                c.as_object_mut().unwrap().remove(*k);
+            }
+            c
+        })
+        .collect()
+}
+
+fn samples(dir: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let mut rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    rows.sort_by(|a, b| {
+        (a["unit"].as_str(), a["index"].as_u64()).cmp(&(b["unit"].as_str(), b["index"].as_u64()))
+    });
+    rows
+}
+
+#[test]
+fn parallel_cells_give_the_same_results_as_one_at_a_time() {
+    let dir = scratch("parallel");
+    let (one, three) = (dir.join("one"), dir.join("three"));
+    for (out, jobs) in [(&one, "1"), (&three, "3")] {
+        let r = run(&[
+            "run",
+            "tests/suites/tiny.yaml",
+            "--jobs",
+            jobs,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(r.status.success(), "{}", text(&r));
+    }
+    let (a, b) = (summary(&one), summary(&three));
+    assert_eq!(
+        a.len(),
+        10,
+        "2 tasks × (reference + 3 ddpm_cache + left_to_right)"
+    );
+    assert_eq!(without_timings(&a), without_timings(&b));
+    assert_eq!(samples(&one), samples(&three));
+}
+
+#[test]
+fn jobs_must_be_a_positive_number() {
+    let r = run(&["run", "tests/suites/tiny.yaml", "--jobs", "0"]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("--jobs"),
+        "{}",
+        text(&r)
+    );
+}
