@@ -280,13 +280,41 @@ pub fn mbpp_doc_to_text(text: &str, tests: &[String]) -> String {
 /// `doc_to_text(task)`. The model should continue with code and stop at `[DONE]`. `shots` are
 /// normally tasks 2, 3, 4 ([`MBPP_FEWSHOT_IDS`]).
 pub fn mbpp_prompt(task: &MbppTask, shots: &[&MbppTask]) -> String {
+    fewshot_prompt(
+        shots
+            .iter()
+            .map(|t| (t.text.as_str(), &t.test_list[..], t.code.as_str())),
+        &task.text,
+        &task.test_list,
+    )
+}
+
+/// [`mbpp_prompt`]'s format for sanitized MBPP: each shot's (reworded) `prompt`, its
+/// `test_list` and `code`, then the task's. `shots` are normally the sanitized versions of
+/// tasks 2, 3, 4 ([`mbpp_sanitized_fewshot`]).
+pub fn mbpp_sanitized_prompt(task: &SanitizedMbppTask, shots: &[&SanitizedMbppTask]) -> String {
+    fewshot_prompt(
+        shots
+            .iter()
+            .map(|t| (t.prompt.as_str(), &t.test_list[..], t.code.as_str())),
+        &task.prompt,
+        &task.test_list,
+    )
+}
+
+/// `(text, tests, code)` of each shot, then the task's text and tests.
+fn fewshot_prompt<'a>(
+    shots: impl Iterator<Item = (&'a str, &'a [String], &'a str)>,
+    text: &str,
+    tests: &[String],
+) -> String {
     let mut s = String::new();
-    for shot in shots {
-        s.push_str(&mbpp_doc_to_text(&shot.text, &shot.test_list));
-        s.push_str(&shot.code);
+    for (shot_text, shot_tests, code) in shots {
+        s.push_str(&mbpp_doc_to_text(shot_text, shot_tests));
+        s.push_str(code);
         s.push_str("\n[DONE]\n\n");
     }
-    s.push_str(&mbpp_doc_to_text(&task.text, &task.test_list));
+    s.push_str(&mbpp_doc_to_text(text, tests));
     s
 }
 
@@ -295,6 +323,23 @@ pub fn mbpp_fewshot(tasks: &[MbppTask]) -> Vec<&MbppTask> {
     MBPP_FEWSHOT_IDS
         .iter()
         .filter_map(|id| tasks.iter().find(|t| t.task_id == *id))
+        .collect()
+}
+
+/// The few-shot examples ([`MBPP_FEWSHOT_IDS`]) from a loaded `sanitized-mbpp.json` (all three
+/// are in it).
+pub fn mbpp_sanitized_fewshot(tasks: &[SanitizedMbppTask]) -> Vec<&SanitizedMbppTask> {
+    MBPP_FEWSHOT_IDS
+        .iter()
+        .filter_map(|id| tasks.iter().find(|t| t.task_id == *id))
+        .collect()
+}
+
+/// Sanitized MBPP's test split: its tasks with ids in [`MBPP_TEST_IDS`] (257 of 427).
+pub fn mbpp_sanitized_test_split(tasks: &[SanitizedMbppTask]) -> Vec<&SanitizedMbppTask> {
+    tasks
+        .iter()
+        .filter(|t| MBPP_TEST_IDS.contains(&t.task_id))
         .collect()
 }
 

@@ -13,6 +13,8 @@
 //!   [`Sandbox::new`] refuses unless `allow_code_execution` is `true`, and refuses (never falls
 //!   back to unsandboxed execution) when bubblewrap cannot create its namespaces here.
 //! * [`passk`] is the unbiased pass@k estimator of Chen et al. 2021.
+//! * [`plugin`] is the dlm-bench plugin `dlm-code`: text tasks `mbpp`, `mbpp-sanitized` and
+//!   `humaneval`, opened only with `allow_code_execution: true`.
 //!
 //! ```no_run
 //! use dlm_code::{data::DataDir, program::TestProgram, Sandbox, SandboxConfig};
@@ -30,6 +32,7 @@
 pub mod data;
 pub mod extract;
 pub mod passk;
+pub mod plugin;
 pub mod program;
 pub mod sandbox;
 

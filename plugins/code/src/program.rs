@@ -60,6 +60,19 @@ pub enum Stage {
     Unknown,
 }
 
+impl Stage {
+    /// `prelude`, `sample`, `setup`, `test i` or `run` (not known).
+    pub fn label(&self) -> String {
+        match self {
+            Stage::Prelude => "prelude".to_string(),
+            Stage::Sample => "sample".to_string(),
+            Stage::Setup => "setup".to_string(),
+            Stage::Test(i) => format!("test {i}"),
+            Stage::Unknown => "run".to_string(),
+        }
+    }
+}
+
 /// Why a run did not pass.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "cause")]
@@ -109,6 +122,27 @@ pub enum Cause {
     },
 }
 
+impl Cause {
+    /// A short label: `AssertionError`, the exception's type name, `syntax error`, `timeout`,
+    /// `CPU time limit`, `memory limit`, `file size limit`, `output limit`,
+    /// `killed by signal N`, `exited early (status N)` or `sandbox failure: …`.
+    pub fn label(&self) -> String {
+        match self {
+            Cause::AssertionError { .. } => "AssertionError".to_string(),
+            Cause::Exception { type_name, .. } => type_name.clone(),
+            Cause::SyntaxError { .. } => "syntax error".to_string(),
+            Cause::Timeout => "timeout".to_string(),
+            Cause::CpuTimeLimit => "CPU time limit".to_string(),
+            Cause::MemoryLimit => "memory limit".to_string(),
+            Cause::FileSizeLimit => "file size limit".to_string(),
+            Cause::OutputLimit => "output limit".to_string(),
+            Cause::KilledBySignal { signal } => format!("killed by signal {signal}"),
+            Cause::ExitedEarly { code } => format!("exited early (status {code})"),
+            Cause::SandboxFailure { message } => format!("sandbox failure: {message}"),
+        }
+    }
+}
+
 /// The verdict on one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
@@ -150,27 +184,7 @@ impl Outcome {
         match self {
             Outcome::Passed => "passed".into(),
             Outcome::Failed { stage, cause } => {
-                let where_ = match stage {
-                    Stage::Prelude => "prelude".to_string(),
-                    Stage::Sample => "sample".to_string(),
-                    Stage::Setup => "setup".to_string(),
-                    Stage::Test(i) => format!("test {i}"),
-                    Stage::Unknown => "run".to_string(),
-                };
-                let why = match cause {
-                    Cause::AssertionError { .. } => "AssertionError".to_string(),
-                    Cause::Exception { type_name, .. } => type_name.clone(),
-                    Cause::SyntaxError { .. } => "syntax error".to_string(),
-                    Cause::Timeout => "timeout".to_string(),
-                    Cause::CpuTimeLimit => "CPU time limit".to_string(),
-                    Cause::MemoryLimit => "memory limit".to_string(),
-                    Cause::FileSizeLimit => "file size limit".to_string(),
-                    Cause::OutputLimit => "output limit".to_string(),
-                    Cause::KilledBySignal { signal } => format!("killed by signal {signal}"),
-                    Cause::ExitedEarly { code } => format!("exited early (status {code})"),
-                    Cause::SandboxFailure { message } => format!("sandbox failure: {message}"),
-                };
-                format!("{where_}: {why}")
+                format!("{}: {}", stage.label(), cause.label())
             }
         }
     }
