@@ -1,0 +1,232 @@
+//! Code tasks end to end through the real plugin libraries: `dlm-code`'s `humaneval` task runs
+//! the canonical solutions (the reference row) and a human-eval sample file replayed by
+//! `dlm-replay` — right, wrong, non-compiling and never-ending completions — in the real
+//! bubblewrap sandbox, and the pass counts, pass@k and causes come out exactly as planted.
+//!
+//! Needs bubblewrap: skips with a message where the sandbox cannot run, and fails instead
+//! under `CI=true` or `DLM_BENCH_REQUIRE_SANDBOX=1` (as dlm-code's own sandbox tests).
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// HumanEval's first `n` problems as (task_id, canonical solution), read with python3's gzip
+/// (the sandbox runs python3 anyway).
+fn humaneval_head(n: usize) -> Vec<(String, String)> {
+    let path = root().join("../shared/data/humaneval/HumanEval.jsonl.gz");
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import gzip, sys; sys.stdout.buffer.write(gzip.open(sys.argv[1]).read())",
+        ])
+        .arg(&path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}: {} (the shared data folder)",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .take(n)
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["task_id"].as_str().unwrap().to_string(),
+                v["canonical_solution"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Whether the sandbox's refusal is why a cell failed: skip, or fail where it is required.
+fn sandbox_unavailable(cell: &Value) -> bool {
+    let cause = cell["cause"].as_str().unwrap_or_default();
+    if !cause.contains("the sandbox is unavailable") {
+        return false;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let required = std::env::var("DLM_BENCH_REQUIRE_SANDBOX").is_ok_and(|v| v == "1");
+    assert!(
+        !(ci || required),
+        "the code sandbox is required here (CI=true or DLM_BENCH_REQUIRE_SANDBOX=1): {cause}"
+    );
+    eprintln!("SKIPPED (sandbox unavailable, not in CI): {cause}");
+    true
+}
+
+fn samples_of(dir: &Path, key: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("samples.jsonl")).expect("samples.jsonl");
+    let mut rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["key"] == key)
+        .collect();
+    rows.sort_by_key(|v| v["index"].as_u64());
+    rows
+}
+
+#[test]
+fn humaneval_reference_and_replayed_samples_score_exactly() {
+    let dir = scratch("code-tasks");
+    let problems = humaneval_head(8);
+    // Sample 0 of each problem, then sample 1 (human-eval files number samples per task_id
+    // in file order; cell sample i answers problem i mod 8 as its sample i div 8).
+    // Sample 0: problems 0-5 right; 6 wrong (AssertionError); 7 loops for ever (timeout).
+    // Sample 1: problem 0 does not compile; 1 raises NameError; 2-7 right.
+    let mut lines = Vec::new();
+    for (i, (id, canonical)) in problems.iter().enumerate() {
+        let completion = match i {
+            6 => "    return None\n".to_string(),
+            7 => "    while True:\n        pass\n".to_string(),
+            _ => canonical.clone(),
+        };
+        lines.push(json!({"task_id": id, "completion": completion}).to_string());
+    }
+    for (i, (id, canonical)) in problems.iter().enumerate() {
+        let completion = match i {
+            0 => "    return (\n".to_string(),
+            1 => "    return undefined_name\n".to_string(),
+            _ => canonical.clone(),
+        };
+        lines.push(json!({"task_id": id, "completion": completion}).to_string());
+    }
+    let samples = dir.join("samples.jsonl");
+    std::fs::write(&samples, lines.join("\n") + "\n").unwrap();
+    let suite = dir.join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: code
+samples: 16
+batch_size: 8
+lengths: [512]
+tasks:
+  - {{name: humaneval, plugin: dlm-code, task: humaneval,
+     config: {{allow_code_execution: true, limit: 8, timeout_seconds: 2}}}}
+models:
+  - {{name: replayed, plugin: dlm-replay, model: replay,
+     config: {{path: {}, format: human-eval}}}}
+samplers:
+  - sampler: replay
+",
+            samples.display()
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.join("run");
+    let out = command()
+        .args(["run", suite.to_str().unwrap(), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    let s = summary(&run_dir);
+    let reference = cell(&s, "humaneval", "reference", None, None);
+    if sandbox_unavailable(reference) {
+        return;
+    }
+    assert!(out.status.success(), "{}", text(&out));
+    let metric = |c: &Value, m: &str| c["metrics"][m]["value"].as_f64();
+
+    // The canonical solutions: every one passes.
+    assert_eq!(reference["status"], "ok", "{reference}");
+    assert_eq!(reference["n"], 16);
+    assert_eq!(reference["ser"], 0.0, "{reference}");
+    assert_eq!(metric(reference, "passed"), Some(1.0));
+    assert_eq!(metric(reference, "pass_at_1"), Some(1.0));
+    assert_eq!(reference["ter"], Value::Null, "text tasks have no TER");
+
+    // The replayed file: 12 of 16 pass; pass@1 averages per problem (0, 1, 6, 7: 1 of 2).
+    let c = cell(&s, "humaneval", "replayed", None, None);
+    assert_eq!(c["status"], "ok", "{c}");
+    assert_eq!(c["ser"], 4.0 / 16.0, "{c}");
+    assert_eq!(metric(c, "passed"), Some(12.0 / 16.0));
+    assert_eq!(metric(c, "pass_at_1"), Some(0.75));
+    assert_eq!(c["metrics"]["pass_at_1"]["n"], 8, "8 problems");
+    // Two samples per problem: pass@10 has no value.
+    assert_eq!(metric(c, "pass_at_10"), None, "{c}");
+
+    let rows = samples_of(&run_dir, c["key"].as_str().unwrap());
+    assert_eq!(rows.len(), 16);
+    let failed: Vec<(u64, &str, &str, Option<u64>)> = rows
+        .iter()
+        .filter(|r| r["extra"]["passed"] == false)
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["extra"]["prompt_id"].as_str().unwrap(),
+                r["extra"]["cause"].as_str().unwrap(),
+                r["extra"]["failing_test"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            (6, "HumanEval/6", "AssertionError", Some(0)),
+            (7, "HumanEval/7", "timeout", None),
+            (8, "HumanEval/0", "syntax error", None),
+            (9, "HumanEval/1", "NameError", Some(0)),
+        ]
+    );
+    for r in &rows {
+        let passed = r["extra"]["passed"].as_bool().unwrap();
+        assert_eq!(r["in_support"], passed, "{r}");
+        assert_eq!(r["extra"]["pass_at_1"], passed);
+        assert_eq!(r["extra"]["pass_at_10"], passed);
+        // The code that ran is the completion (no stop string cut any of these).
+        assert_eq!(r["extra"]["code"], r["extra"]["completion"], "{r}");
+    }
+}
+
+#[test]
+fn humaneval_refuses_to_run_code_without_the_opt_in() {
+    let dir = scratch("code-tasks-no-opt-in");
+    let samples = dir.join("samples.jsonl");
+    std::fs::write(
+        &samples,
+        "{\"task_id\": \"HumanEval/0\", \"completion\": \"    return True\\n\"}\n",
+    )
+    .unwrap();
+    let suite = dir.join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: code
+samples: 2
+lengths: [512]
+tasks:
+  - {{name: humaneval, plugin: dlm-code, task: humaneval, config: {{limit: 1}}}}
+models:
+  - {{name: replayed, plugin: dlm-replay, model: replay, config: {{path: {}}}}}
+samplers:
+  - sampler: replay
+",
+            samples.display()
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.join("run");
+    let out = command()
+        .args(["run", suite.to_str().unwrap(), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    // Every cell fails to open the task (exit 3), with the reason and the fix.
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let s = summary(&run_dir);
+    for model in ["reference", "replayed"] {
+        let c = cell(&s, "humaneval", model, None, None);
+        assert_eq!(c["status"], "failed", "{c}");
+        let cause = c["cause"].as_str().unwrap();
+        assert!(
+            cause.contains("humaneval: code execution is disabled"),
+            "{cause}"
+        );
+        assert!(cause.contains("`allow_code_execution: true`"), "{cause}");
+    }
+}
