@@ -15,6 +15,7 @@ pub mod registry;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod shard;
 pub mod stats;
 pub mod suite;
 pub mod theory;

@@ -31,6 +31,12 @@ struct Cli {
 enum Cmd {
     /// Run a suite: build its plugins, run every cell in a worker process, write the run directory.
     Run(RunArgs),
+    /// The suite's work units (content-hashed cells) with estimated cost and, with --shards, the
+    /// shard each goes to under `run --shard K/N`.
+    Plan(PlanArgs),
+    /// Merge shard run directories (of one suite, commit and plugin versions) into one run
+    /// directory: every unit exactly once, then the summary and report.
+    Merge(MergeArgs),
     /// Train every model of a suite that has `train:` (or find it in the checkpoint cache),
     /// without sampling; prints validation NLL against each task's exact optimum.
     Train(TrainArgs),
@@ -77,6 +83,35 @@ struct RunArgs {
     /// cores, so measure speed with --jobs 1.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
+    /// Run only shard K (0-based) of N: a stable, cost-balanced subset of the cells (see
+    /// `plan`). Inside a Slurm job array the array task id and count are used when this is not
+    /// given.
+    #[arg(long)]
+    shard: Option<dlm_bench::shard::Shard>,
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    /// Suite YAML file.
+    suite: PathBuf,
+    /// Split into this many shards and show each unit's shard and each shard's cost.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    shards: Option<u64>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// The run directory to create.
+    out: PathBuf,
+    /// The shards' run directories.
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// Merge what exists and list the missing units instead of refusing.
+    #[arg(long)]
+    allow_partial: bool,
 }
 
 #[derive(Args)]
@@ -211,6 +246,8 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
         Cmd::Report { run_dir } => cmd_report(&run_dir),
         Cmd::Compare(args) => cmd_compare(args),
         Cmd::History(args) => cmd_history(args),
+        Cmd::Plan(args) => cmd_plan(args),
+        Cmd::Merge(args) => cmd_merge(args),
         Cmd::Worker { job, events } => {
             let code = worker::worker_main(&job, &events)?;
             Ok(ExitCode::from(code as u8))
@@ -227,10 +264,12 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         plugin_profile,
         checkpoints,
         jobs,
+        shard,
     } = args;
 
     let outcome = run(&RunOptions {
         jobs: jobs.map(|j| j as usize),
+        shard,
         suite,
         out,
         resume,
@@ -402,6 +441,73 @@ fn cmd_history(args: HistoryArgs) -> Result<ExitCode> {
     );
     for s in &h.skipped {
         eprintln!("skipped {s}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plan`: the suite's work units, their cost and (with `--shards`) their shards.
+fn cmd_plan(args: PlanArgs) -> Result<ExitCode> {
+    let suite = dlm_bench::suite::Suite::load(&args.suite)?;
+    let cells = suite.cells();
+    let units = dlm_bench::shard::units(&cells);
+    let shards = args.shards.map(|n| n as usize);
+    let assigned = shards.map(|n| dlm_bench::shard::assign(&units, n));
+    if args.json {
+        let rows: Vec<serde_json::Value> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                serde_json::json!({
+                    "unit": u.id, "key": u.key, "cost": u.cost,
+                    "shard": assigned.as_ref().map(|a| a[i]),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, u) in units.iter().enumerate() {
+        match &assigned {
+            Some(a) => println!(
+                "{}  shard {:>3}  cost {:>12.0}  {}",
+                u.id, a[i], u.cost, u.key
+            ),
+            None => println!("{}  cost {:>12.0}  {}", u.id, u.cost, u.key),
+        }
+    }
+    let total: f64 = units.iter().map(|u| u.cost).sum();
+    println!("{} units, total cost {total:.0}", units.len());
+    if let (Some(n), Some(a)) = (shards, &assigned) {
+        let mut loads = vec![0.0; n];
+        for (u, &s) in units.iter().zip(a) {
+            loads[s] += u.cost;
+        }
+        for (s, l) in loads.iter().enumerate() {
+            println!(
+                "shard {s}/{n}: cost {l:.0} ({:.1}%)",
+                100.0 * l / total.max(1.0)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `merge`: shard run directories into one.
+fn cmd_merge(args: MergeArgs) -> Result<ExitCode> {
+    let merged = dlm_bench::shard::merge(&args.out, &args.shards, args.allow_partial)?;
+    println!(
+        "merged {} cells from {} shards into {}; report: {}",
+        merged.cells,
+        args.shards.len(),
+        merged.dir.display(),
+        merged.dir.join("report.html").display()
+    );
+    if !merged.missing.is_empty() {
+        eprintln!(
+            "{} unit(s) missing (--allow-partial): {}",
+            merged.missing.len(),
+            merged.missing.join(", ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

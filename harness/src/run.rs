@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub checkpoints: PathBuf,
     /// Cells run at once, each in its own worker (`None`: [`default_jobs`]).
     pub jobs: Option<usize>,
+    /// Run only this shard of the suite's cells (`None`: all, unless a Slurm job array says).
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// Cells at once when the user does not say: `$DLM_BENCH_JOBS` if set, else 1 when a plugin
@@ -189,7 +191,21 @@ pub(crate) fn prepare(
 
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let (suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
-    let cells = suite.cells();
+    let all_cells = suite.cells();
+    let cells = match opts.shard.or_else(crate::shard::Shard::from_slurm) {
+        Some(shard) => {
+            let mine = shard.select(&all_cells);
+            tracing::info!(
+                "shard {}/{}: {} of the suite's {} cells",
+                shard.index,
+                shard.count,
+                mine.len(),
+                all_cells.len()
+            );
+            mine
+        }
+        None => all_cells,
+    };
     let plugins = manifest_plugins(&libraries, &descriptors);
     let dir = match (&opts.resume, &opts.out) {
         (Some(dir), _) => resume_dir(dir, opts, &suite, &plugins)?,
