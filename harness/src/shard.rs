@@ -210,14 +210,11 @@ fn check_same_run(shards: &[ShardRun]) -> Result<()> {
     Ok(())
 }
 
+/// Each planned unit's record and samples, by unit id.
+type Found<'s> = BTreeMap<String, (&'s CellRecord, Vec<SampleRecord>)>;
+
 /// Each planned unit's record and samples; duplicates and units outside the plan as problems.
-fn index_units<'s>(
-    plan: &[CellSpec],
-    shards: &'s [ShardRun],
-) -> (
-    BTreeMap<String, (&'s CellRecord, Vec<SampleRecord>)>,
-    Vec<String>,
-) {
+fn index_units<'s>(plan: &[CellSpec], shards: &'s [ShardRun]) -> (Found<'s>, Vec<String>) {
     let planned: std::collections::HashSet<String> = plan.iter().map(|c| c.unit_id()).collect();
     let mut found: BTreeMap<String, (&CellRecord, Vec<SampleRecord>)> = BTreeMap::new();
     let mut whence: BTreeMap<String, &Path> = BTreeMap::new();
