@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod history;
 pub mod metrics;
+pub mod nightly;
 pub mod plugins;
 pub mod registry;
 pub mod report;

@@ -37,6 +37,10 @@ enum Cmd {
     /// Merge shard run directories (of one suite, commit and plugin versions) into one run
     /// directory: every unit exactly once, then the summary and report.
     Merge(MergeArgs),
+    /// The nightly job: run the suite into RUNS_DIR, compare with the suite's previous run
+    /// there (compare.html next to the new run), refresh RUNS_DIR/history.html. Exits 4 on a
+    /// regression, 3 when cells failed.
+    Nightly(NightlyArgs),
     /// Train every model of a suite that has `train:` (or find it in the checkpoint cache),
     /// without sampling; prints validation NLL against each task's exact optimum.
     Train(TrainArgs),
@@ -100,6 +104,23 @@ struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct NightlyArgs {
+    /// Suite YAML file.
+    suite: PathBuf,
+    /// Where the nightly runs live (one run directory per night).
+    runs_dir: PathBuf,
+    /// As for `run`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// As for `run`.
+    #[arg(long)]
+    checkpoints: Option<PathBuf>,
+    /// As for `run`.
+    #[arg(long)]
+    plugin_profile: Option<String>,
 }
 
 #[derive(Args)]
@@ -248,6 +269,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
         Cmd::History(args) => cmd_history(args),
         Cmd::Plan(args) => cmd_plan(args),
         Cmd::Merge(args) => cmd_merge(args),
+        Cmd::Nightly(args) => cmd_nightly(args),
         Cmd::Worker { job, events } => {
             let code = worker::worker_main(&job, &events)?;
             Ok(ExitCode::from(code as u8))
@@ -510,4 +532,67 @@ fn cmd_merge(args: MergeArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `nightly`: run, compare with the previous run of the same suite, refresh the history.
+fn cmd_nightly(args: NightlyArgs) -> Result<ExitCode> {
+    let suite = dlm_bench::suite::Suite::load(&args.suite)?;
+    std::fs::create_dir_all(&args.runs_dir)
+        .with_context(|| format!("cannot create {}", args.runs_dir.display()))?;
+    let previous = dlm_bench::nightly::latest_run(&args.runs_dir, &suite.name)?;
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(&time::macros::format_description!(
+            "[year][month][day]-[hour][minute][second]"
+        ))
+        .unwrap_or_default();
+    let out = args.runs_dir.join(format!("{}-{stamp}", suite.name));
+    let outcome = run(&RunOptions {
+        suite: args.suite.clone(),
+        out: Some(out.clone()),
+        resume: None,
+        plugin_profile: args.plugin_profile.unwrap_or_else(plugins::default_profile),
+        checkpoints: args.checkpoints.unwrap_or_else(training::default_cache_dir),
+        jobs: args.jobs.map(|j| j as usize),
+        shard: None,
+    })?;
+    println!(
+        "run directory: {}\n  {} cells ran, {} failed",
+        outcome.dir.display(),
+        outcome.ok,
+        outcome.failed
+    );
+    let mut code = if outcome.failed > 0 {
+        EXIT_CELLS_FAILED
+    } else {
+        0
+    };
+    match previous {
+        Some(base) => {
+            let html = out.join("compare.html");
+            let c = compare::run_compare(
+                &base,
+                &out,
+                &compare::Options {
+                    timing_noise: compare::DEFAULT_TIMING_NOISE,
+                    only_changed: false,
+                },
+                Some(&html),
+                None,
+                None,
+            )?;
+            print!("{}", c.text());
+            println!("comparison with {}: {}", base.display(), html.display());
+            if c.exit_code() != 0 {
+                code = c.exit_code();
+            }
+        }
+        None => println!(
+            "no earlier run of `{}` in {}: nothing to compare",
+            suite.name,
+            args.runs_dir.display()
+        ),
+    }
+    let (h, path) = history::run_history(&args.runs_dir, None)?;
+    println!("history: {} ({} runs)", path.display(), h.runs.len());
+    Ok(ExitCode::from(code))
 }
