@@ -17,6 +17,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod shard;
+pub mod slurm;
 pub mod stats;
 pub mod suite;
 pub mod theory;

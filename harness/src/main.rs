@@ -41,6 +41,9 @@ enum Cmd {
     /// there (compare.html next to the new run), refresh RUNS_DIR/history.html. Exits 4 on a
     /// regression, 3 when cells failed.
     Nightly(NightlyArgs),
+    /// Write Slurm job scripts for a suite: an array over shards (each `run --shard`), an
+    /// optional training job first, and a merge job after; `--submit` submits them with sbatch.
+    Slurm(SlurmArgs),
     /// Train every model of a suite that has `train:` (or find it in the checkpoint cache),
     /// without sampling; prints validation NLL against each task's exact optimum.
     Train(TrainArgs),
@@ -121,6 +124,36 @@ struct NightlyArgs {
     /// As for `run`.
     #[arg(long)]
     plugin_profile: Option<String>,
+}
+
+#[derive(Args)]
+struct SlurmArgs {
+    /// Suite YAML file.
+    suite: PathBuf,
+    /// Where the scripts, shard runs, logs and the merged run go.
+    #[arg(long)]
+    out: PathBuf,
+    /// Array tasks (shards).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    shards: u64,
+    #[arg(long)]
+    partition: Option<String>,
+    /// Time limit per array task (`--time`), e.g. 04:00:00.
+    #[arg(long)]
+    time: Option<String>,
+    #[arg(long)]
+    gpus_per_task: Option<u32>,
+    /// Memory per task (`--mem`), e.g. 32G.
+    #[arg(long)]
+    mem: Option<String>,
+    #[arg(long)]
+    account: Option<String>,
+    /// Train the suite's models in a job of their own before the array.
+    #[arg(long)]
+    train_first: bool,
+    /// Submit the jobs (sbatch) after writing them.
+    #[arg(long)]
+    submit: bool,
 }
 
 #[derive(Args)]
@@ -270,6 +303,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
         Cmd::Plan(args) => cmd_plan(args),
         Cmd::Merge(args) => cmd_merge(args),
         Cmd::Nightly(args) => cmd_nightly(args),
+        Cmd::Slurm(args) => cmd_slurm(args),
         Cmd::Worker { job, events } => {
             let code = worker::worker_main(&job, &events)?;
             Ok(ExitCode::from(code as u8))
@@ -595,4 +629,60 @@ fn cmd_nightly(args: NightlyArgs) -> Result<ExitCode> {
     let (h, path) = history::run_history(&args.runs_dir, None)?;
     println!("history: {} ({} runs)", path.display(), h.runs.len());
     Ok(ExitCode::from(code))
+}
+
+/// `slurm`: the job scripts (and, with `--submit`, their submission).
+fn cmd_slurm(args: SlurmArgs) -> Result<ExitCode> {
+    // Validate the suite now rather than on the cluster.
+    dlm_bench::suite::Suite::load(&args.suite)?;
+    let absolute = |p: &std::path::Path| -> Result<PathBuf> {
+        Ok(if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir()?.join(p)
+        })
+    };
+    let out = absolute(&args.out)?;
+    let options = dlm_bench::slurm::SlurmOptions {
+        suite: absolute(&args.suite)?,
+        out: out.clone(),
+        shards: args.shards as usize,
+        partition: args.partition,
+        time: args.time,
+        gpus_per_task: args.gpus_per_task,
+        memory: args.mem,
+        account: args.account,
+        train_first: args.train_first,
+        exe: std::env::current_exe().context("cannot find the dlm-bench executable")?,
+        workdir: std::env::current_dir()?,
+    };
+    let scripts = dlm_bench::slurm::scripts(&options);
+    std::fs::create_dir_all(out.join("logs"))?;
+    let mut files = vec![
+        ("shards.sbatch", scripts.array),
+        ("merge.sbatch", scripts.merge),
+        ("submit.sh", scripts.submit),
+    ];
+    if let Some(t) = scripts.train {
+        files.push(("train.sbatch", t));
+    }
+    for (name, text) in &files {
+        std::fs::write(out.join(name), text)?;
+        println!("wrote {}", out.join(name).display());
+    }
+    if args.submit {
+        let status = std::process::Command::new("bash")
+            .arg(out.join("submit.sh"))
+            .status()
+            .context("cannot run bash to submit (is sbatch on PATH?)")?;
+        if !status.success() {
+            anyhow::bail!(
+                "submitting failed ({status}); the scripts are in {}",
+                out.display()
+            );
+        }
+    } else {
+        println!("submit with: bash {}", out.join("submit.sh").display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
