@@ -43,9 +43,21 @@ fn quoted(p: &Path) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn header(s: &mut String, o: &SlurmOptions, name: &str, log: &str, with_resources: bool) {
+/// The script's start: every `#SBATCH` line (sbatch reads them only before the first command),
+/// then strict mode and the working directory.
+fn header(
+    s: &mut String,
+    o: &SlurmOptions,
+    name: &str,
+    log: &str,
+    with_resources: bool,
+    extra: &[String],
+) {
     let _ = writeln!(s, "#!/bin/bash");
     let _ = writeln!(s, "#SBATCH --job-name={name}");
+    for e in extra {
+        let _ = writeln!(s, "#SBATCH {e}");
+    }
     let _ = writeln!(s, "#SBATCH --output={}/logs/{log}", o.out.display());
     if let Some(p) = &o.partition {
         let _ = writeln!(s, "#SBATCH --partition={p}");
@@ -73,13 +85,20 @@ pub fn scripts(o: &SlurmOptions) -> Scripts {
     let (exe, suite, out) = (quoted(&o.exe), quoted(&o.suite), &o.out);
     let train = o.train_first.then(|| {
         let mut s = String::new();
-        header(&mut s, o, "dlm-bench-train", "train-%j.out", true);
+        header(&mut s, o, "dlm-bench-train", "train-%j.out", true, &[]);
         let _ = writeln!(s, "{exe} train {suite}");
         s
     });
     let mut array = String::new();
-    header(&mut array, o, "dlm-bench-shards", "shard-%A_%a.out", true);
-    let _ = writeln!(array, "#SBATCH --array=0-{}", o.shards.max(1) - 1);
+    let range = format!("--array=0-{}", o.shards.max(1) - 1);
+    header(
+        &mut array,
+        o,
+        "dlm-bench-shards",
+        "shard-%A_%a.out",
+        true,
+        &[range],
+    );
     let _ = writeln!(
         array,
         "# run picks shard $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT; a re-run of a killed\n# task resumes its own directory."
@@ -90,7 +109,7 @@ pub fn scripts(o: &SlurmOptions) -> Scripts {
         "if [ -f \"{shard_dir}/manifest.json\" ]; then\n  {exe} run {suite} --resume \"{shard_dir}\"\nelse\n  {exe} run {suite} --out \"{shard_dir}\"\nfi"
     );
     let mut merge = String::new();
-    header(&mut merge, o, "dlm-bench-merge", "merge-%j.out", false);
+    header(&mut merge, o, "dlm-bench-merge", "merge-%j.out", false, &[]);
     let shards: Vec<String> = (0..o.shards.max(1))
         .map(|k| format!("\"{}/shard-{k}\"", out.display()))
         .collect();
@@ -165,5 +184,15 @@ mod tests {
         assert!(s.train.unwrap().contains("train 'suites/quick.yaml'"));
         // Paths are quoted for the shell, quotes included.
         assert!(s.array.contains(r"cd '/srv/it'\''s here'"));
+        // sbatch reads #SBATCH lines only before the first command.
+        for script in [&s.array, &s.merge] {
+            let first_command = script.lines().position(|l| !l.starts_with('#')).unwrap();
+            let lines: Vec<&str> = script.lines().collect();
+            let last_directive = lines
+                .iter()
+                .rposition(|l| l.starts_with("#SBATCH"))
+                .unwrap();
+            assert!(last_directive < first_command, "{script}");
+        }
     }
 }
