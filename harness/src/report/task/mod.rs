@@ -9,6 +9,11 @@ use crate::metrics::{self, CellSummary};
 use crate::results::{CellRecord, CellStatus, SampleRecord};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+mod cost;
+mod text;
+
+use text::text_sample_view;
+
 /// What every task section needs from the whole run: which cells are AR, the records and
 /// samples by unit, and the series colours (stable across tasks).
 pub(super) struct RunView<'a> {
@@ -194,45 +199,6 @@ impl<'a> TaskView<'a> {
             optimal_ter,
             steps_hint,
             text,
-        }
-    }
-
-    /// The task's declared metrics worth a plot against steps: those with a better direction,
-    /// less the harness's collapse guards (shown in the table).
-    fn plotted_metrics(&self) -> Vec<dlm_plugin_api::MetricDecl> {
-        let mut out: Vec<dlm_plugin_api::MetricDecl> = Vec::new();
-        // In the order the task declares them.
-        let declared = self
-            .rows
-            .iter()
-            .filter_map(|r| self.run.record.get(r.unit.as_str()))
-            .filter_map(|c| c.task_description.as_ref())
-            .flat_map(|d| d.metrics.iter());
-        for decl in declared {
-            let guard = matches!(decl.name.as_str(), "empty_completion" | "masked_completion");
-            if !guard
-                && decl.better != dlm_plugin_api::Better::Neither
-                && !out.iter().any(|d| d.name == decl.name)
-            {
-                out.push(decl.clone());
-            }
-        }
-        out
-    }
-
-    /// A task-declared metric against steps, the AR cells as reference lines.
-    fn metric_plot(&self, decl: &dlm_plugin_api::MetricDecl) -> Plot {
-        let name = decl.name.clone();
-        let value = |r: &CellSummary| r.metrics.get(&name).and_then(|m| m.value);
-        let ci = |r: &CellSummary| r.metrics.get(&name).and_then(|m| m.ci);
-        let mut chart = self.steps_chart(&decl.label, decl.label.clone(), Scale::Linear, true);
-        chart.series = self.steps_series(&value, &ci, &decl.label, decl.digits).0;
-        chart.hlines = self.ar_lines(&value, &ci);
-        let has = chart.series.iter().any(|s| !s.points.is_empty());
-        Plot {
-            title: format!("{} vs steps", decl.label),
-            svg: has.then(|| chart.render()),
-            note: (!has).then(|| format!("No {} to plot.", decl.label)),
         }
     }
 
@@ -476,189 +442,6 @@ impl<'a> TaskView<'a> {
         }
     }
 
-    /// Quality against cost: every non-reference cell as a point, AR cells as squares.
-    fn cost_plots(&self) -> Vec<Plot> {
-        let mut plots = Vec::new();
-        for quality in [Quality::Ter, Quality::Ser] {
-            if quality == Quality::Ter && self.text {
-                continue;
-            }
-            if quality == Quality::Ser && self.ser_all_zero() {
-                plots.push(Plot {
-                    title: "SER vs cost".into(),
-                    svg: None,
-                    note: Some("SER is 0 in every cell, so there are no SER-vs-cost plots.".into()),
-                });
-                continue;
-            }
-            for cost in [Cost::Nfe, Cost::Wall] {
-                plots.push(self.cost_plot(quality, cost));
-            }
-        }
-        plots
-    }
-
-    /// The cells of one series (or one AR cell) as points of quality against cost; counts
-    /// the cells it cannot draw.
-    fn cost_series(
-        &self,
-        quality: Quality,
-        cost: Cost,
-        label: &str,
-        cells: &[&CellSummary],
-        marker: Marker,
-        omitted: &mut usize,
-    ) -> Series {
-        let mut points = Vec::new();
-        for r in cells {
-            match (cost.of(r), quality.of(r)) {
-                (Some(x), Some((y, ci))) if x > 0.0 && y.is_finite() => points.push(Point {
-                    x,
-                    y,
-                    lo: ci.map(|c| c.0),
-                    hi: ci.map(|c| c.1),
-                    tip: format!(
-                        "{label}{}: {} {}, {} {}",
-                        r.steps.map(|s| format!(", {s} steps")).unwrap_or_default(),
-                        quality.name(),
-                        fmt_num(Some(y), 4),
-                        cost.name(),
-                        fmt_num(Some(x), 3)
-                    ),
-                }),
-                _ => *omitted += 1,
-            }
-        }
-        Series {
-            name: label.to_string(),
-            color: self.run.color(label),
-            points,
-            line: marker == Marker::Circle,
-            band: false,
-            marker,
-        }
-    }
-
-    fn cost_plot(&self, quality: Quality, cost: Cost) -> Plot {
-        let q = quality.name();
-        let mut series = Vec::new();
-        let mut omitted = 0usize;
-        for (label, points) in &self.series {
-            series.push(self.cost_series(
-                quality,
-                cost,
-                label,
-                points,
-                Marker::Circle,
-                &mut omitted,
-            ));
-        }
-        for a in &self.ar {
-            let label = self.run.label(a);
-            series.push(self.cost_series(
-                quality,
-                cost,
-                &label,
-                &[*a],
-                Marker::Square,
-                &mut omitted,
-            ));
-        }
-        let mut hlines = Vec::new();
-        if quality == Quality::Ter {
-            self.optimal_line(&mut hlines);
-        }
-        let y_scale = match quality {
-            Quality::Ter => ter_scale(&series, &hlines),
-            Quality::Ser => Scale::Linear,
-        };
-        let chart = Chart {
-            title: format!("{}: {q} vs {}", self.task, cost.name()),
-            x_label: cost.axis_label().into(),
-            y_label: if y_scale == Scale::Log10 {
-                format!("{q} (log)")
-            } else {
-                q.into()
-            },
-            x_scale: cost.scale(),
-            y_scale,
-            y_zero: quality == Quality::Ser,
-            series,
-            hlines,
-            frontier: match (quality, self.optimal_ter) {
-                (Quality::Ter, Some(o)) => Some(Frontier::Toward(o)),
-                _ => Some(Frontier::Lower),
-            },
-            x_hint: None,
-            message: None,
-        };
-        let has = chart.series.iter().any(|s| !s.points.is_empty());
-        let frontier = format!(
-            "Ringed: the efficiency–accuracy frontier (cells no cheaper cell beats in {}).",
-            match quality {
-                Quality::Ter => "closeness to the optimal TER",
-                Quality::Ser => "SER",
-            }
-        );
-        Plot {
-            title: format!("{q} vs {}", cost.name()),
-            svg: has.then(|| chart.render()),
-            note: Some(if !has {
-                format!("No finite {q} to plot.")
-            } else if omitted > 0 {
-                format!("{omitted} cell(s) not drawn ({q} infinite or no cost). {frontier}")
-            } else {
-                frontier
-            }),
-        }
-    }
-
-    /// Text tasks: AUP of every series (and AR cell) on the task's accuracy metric, the pool
-    /// being all of them.
-    fn aup(&self) -> Option<AupTable> {
-        if !self.text {
-            return None;
-        }
-        let metric = self.plotted_metrics().into_iter().find(|d| {
-            d.kind == dlm_plugin_api::MetricKind::Rate && d.better == dlm_plugin_api::Better::Higher
-        })?;
-        let point = |r: &CellSummary| -> Option<(f64, f64)> {
-            let accuracy = r.metrics.get(&metric.name)?.value?;
-            Some((r.tokens_per_forward?, 100.0 * accuracy))
-        };
-        let mut groups: Vec<(String, Vec<(f64, f64)>)> = self
-            .series
-            .iter()
-            .map(|(label, cells)| {
-                (
-                    label.clone(),
-                    cells.iter().filter_map(|r| point(r)).collect(),
-                )
-            })
-            .collect();
-        for a in &self.ar {
-            groups.push((self.run.label(a), point(a).into_iter().collect()));
-        }
-        let y_max = groups
-            .iter()
-            .flat_map(|(_, p)| p.iter().map(|q| q.1))
-            .fold(0.0, f64::max);
-        Some(AupTable {
-            metric: metric.label.clone(),
-            y_max,
-            pool: groups.iter().map(|(l, _)| l.clone()).collect(),
-            alpha: crate::stats::AUP_ALPHA,
-            rows: groups
-                .into_iter()
-                .map(|(series, points)| AupRow {
-                    aup: crate::stats::aup(&points, y_max, crate::stats::AUP_ALPHA),
-                    series,
-                    points,
-                })
-                .collect(),
-        })
-    }
-
     /// A few samples per finished cell: the first two, then out-of-language ones, then more.
     fn samples(&self) -> Vec<CellSamples> {
         self.ok
@@ -765,66 +548,6 @@ impl<'a> TaskView<'a> {
     }
 }
 
-/// The quality axis of a cost plot.
-#[derive(Clone, Copy, PartialEq)]
-enum Quality {
-    Ter,
-    Ser,
-}
-
-impl Quality {
-    fn name(self) -> &'static str {
-        match self {
-            Quality::Ter => "TER",
-            Quality::Ser => "SER",
-        }
-    }
-
-    fn of(self, r: &CellSummary) -> Option<(f64, Option<(f64, f64)>)> {
-        match self {
-            Quality::Ter => r.ter.map(|v| (v, r.ter_ci)),
-            Quality::Ser => r.ser.map(|v| (v, r.ser_ci)),
-        }
-    }
-}
-
-/// The cost axis of a cost plot.
-#[derive(Clone, Copy)]
-enum Cost {
-    Nfe,
-    Wall,
-}
-
-impl Cost {
-    fn name(self) -> &'static str {
-        match self {
-            Cost::Nfe => "NFE",
-            Cost::Wall => "wall",
-        }
-    }
-
-    fn axis_label(self) -> &'static str {
-        match self {
-            Cost::Nfe => "network calls per sample (log)",
-            Cost::Wall => "wall seconds for the cell (log)",
-        }
-    }
-
-    fn scale(self) -> Scale {
-        match self {
-            Cost::Nfe => Scale::Log2,
-            Cost::Wall => Scale::Log10,
-        }
-    }
-
-    fn of(self, r: &CellSummary) -> Option<f64> {
-        match self {
-            Cost::Nfe => r.nfe,
-            Cost::Wall => r.wall_seconds,
-        }
-    }
-}
-
 /// TER axes go logarithmic when the values span more than a factor of 4 (one-step samplers
 /// reach many times the optimum; the interesting part is near it).
 fn ter_scale(series: &[Series], hlines: &[HLine]) -> Scale {
@@ -876,50 +599,5 @@ fn sample_view(s: &SampleRecord) -> SampleView {
         in_support: s.in_support,
         first_invalid: s.first_invalid,
         extra: (!s.extra.is_empty()).then(|| serde_json::to_string(&s.extra).unwrap_or_default()),
-    }
-}
-
-/// A text task's sample: the completion (escaped by the template), its first wrong step's line
-/// highlighted; the other per-sample figures as JSON.
-fn text_sample_view(s: &SampleRecord) -> SampleView {
-    let completion = s
-        .extra
-        .get("completion")
-        .and_then(|c| c.as_str())
-        .unwrap_or_default()
-        .to_string();
-    let wrong_line = s
-        .extra
-        .get("first_wrong")
-        .and_then(|w| w.as_str())
-        .and_then(|w| w.strip_prefix("line "))
-        .and_then(|w| w.split(':').next())
-        .and_then(|n| n.parse::<usize>().ok());
-    let (before, bad, after) = match wrong_line {
-        Some(n) if n >= 1 && n <= completion.split('\n').count() => {
-            let lines: Vec<&str> = completion.split('\n').collect();
-            let mut before = lines[..n - 1].join("\n");
-            if n > 1 {
-                before.push('\n');
-            }
-            let mut after = lines[n..].join("\n");
-            if n < lines.len() {
-                after.insert(0, '\n');
-            }
-            (before, lines[n - 1].to_string(), after)
-        }
-        _ => (completion, String::new(), String::new()),
-    };
-    let mut extra = s.extra.clone();
-    extra.remove("completion");
-    SampleView {
-        index: s.index,
-        before,
-        bad,
-        after,
-        log_q: None,
-        in_support: s.in_support,
-        first_invalid: None,
-        extra: Some(serde_json::to_string(&extra).unwrap_or_default()),
     }
 }
