@@ -127,7 +127,7 @@ fn list_and_describe_show_plugin_descriptors() {
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("dlm-formal 0.1.0 (plugin API 1.1)"),
+        stdout.contains("dlm-formal 0.1.0 (plugin API 1.2)"),
         "{stdout}"
     );
     assert!(stdout.contains("model oracle"), "{stdout}");
