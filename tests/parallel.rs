@@ -5,29 +5,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-/// Summary fields that measure time, which parallel cells are allowed to change.
-const TIMING: &[&str] = &[
-    "wall_seconds",
-    "tokens_per_second",
-    "tokens_per_second_iqr",
-    "tokens_per_cpu_second",
-    "speedup",
-    "timed_batches",
-];
-
-fn without_timings(summary: &[Value]) -> Vec<Value> {
-    summary
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            for k in TIMING {
-                c.as_object_mut().unwrap().remove(*k);
-            }
-            c
-        })
-        .collect()
-}
-
 fn samples(dir: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     let mut rows: Vec<Value> = text

@@ -69,3 +69,29 @@ pub fn cell<'a>(
         })
         .unwrap_or_else(|| panic!("no cell {task}/{model}/{sampler:?}/{steps:?}"))
 }
+
+/// Summary fields that measure time: runs that should agree on everything else may differ here.
+pub const TIMING_FIELDS: &[&str] = &[
+    "wall_seconds",
+    "tokens_per_second",
+    "tokens_per_second_iqr",
+    "tokens_per_cpu_second",
+    "speedup",
+    "timed_batches",
+];
+
+/// A summary without its timing fields.
+pub fn without_timings(summary: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    summary
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if let Some(o) = c.as_object_mut() {
+                for k in TIMING_FIELDS {
+                    o.remove(*k);
+                }
+            }
+            c
+        })
+        .collect()
+}
