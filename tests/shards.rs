@@ -119,3 +119,92 @@ fn a_shard_of_another_suite_is_refused() {
         text(&r)
     );
 }
+
+fn lines_in(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+/// A shard killed with SIGKILL mid-way: `merge` names exactly the units it did not finish, and
+/// re-running (resuming) that shard completes the merge.
+#[test]
+fn a_killed_shard_is_named_by_merge_and_its_rerun_completes_it() {
+    let dir = scratch("shards-killed");
+    const RESUME: &str = "tests/suites/resume.yaml";
+    let single = dir.join("single");
+    run_ok(&["run", RESUME, "--out", single.to_str().unwrap()]);
+    let shard_dir = |k: usize| dir.join(format!("shard{k}"));
+    run_ok(&[
+        "run",
+        RESUME,
+        "--shard",
+        "0/2",
+        "--out",
+        shard_dir(0).to_str().unwrap(),
+    ]);
+    let killed = shard_dir(1);
+    let mut child = command()
+        .args(["run", RESUME, "--shard", "1/2", "--out"])
+        .arg(&killed)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while lines_in(&killed.join("cells.jsonl")) < 2 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the shard finished before it could be killed"
+        );
+        assert!(std::time::Instant::now() < deadline, "no cell recorded");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let done = lines_in(&killed.join("cells.jsonl"));
+    let planned = {
+        let r = run(&["plan", RESUME, "--shards", "2", "--json"]);
+        let units: Vec<serde_json::Value> = serde_json::from_slice(&r.stdout).unwrap();
+        units.iter().filter(|u| u["shard"] == 1).count()
+    };
+    assert!(
+        done < planned,
+        "the kill must land before the shard ends ({done}/{planned})"
+    );
+
+    let merged = dir.join("merged");
+    let r = run(&[
+        "merge",
+        merged.to_str().unwrap(),
+        shard_dir(0).to_str().unwrap(),
+        killed.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r));
+    let err = String::from_utf8_lossy(&r.stderr).to_string();
+    // A torn last cell counts as unfinished, so at least the unrecorded ones are missing.
+    let missing: usize = err
+        .split(" unit(s) of the plan are in no shard")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(missing >= planned - done && missing <= planned, "{err}");
+
+    run_ok(&[
+        "run",
+        RESUME,
+        "--shard",
+        "1/2",
+        "--resume",
+        killed.to_str().unwrap(),
+    ]);
+    run_ok(&[
+        "merge",
+        merged.to_str().unwrap(),
+        shard_dir(0).to_str().unwrap(),
+        killed.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        without_timings(&summary(&merged)),
+        without_timings(&summary(&single))
+    );
+}
