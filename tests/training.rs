@@ -303,3 +303,42 @@ fn training_settings_are_checked_with_locations() {
         "ok"
     );
 }
+
+/// Two runs started together on one checkpoint cache (as parallel runs or the shards of a Slurm
+/// array on a shared file system do) train each model once: one process trains it under the
+/// entry's lock, the other waits and reuses the checkpoint, and both sample the same weights.
+#[test]
+fn runs_sharing_a_checkpoint_cache_train_each_model_once() {
+    let tmp = scratch("training-shared-cache");
+    let ckpts = tmp.join("checkpoints");
+    let outs = [tmp.join("a"), tmp.join("b")];
+    let children: Vec<_> = outs
+        .iter()
+        .map(|out| {
+            command()
+                .args(["run", SUITE, "--out", out.to_str().unwrap()])
+                .args(["--checkpoints", ckpts.to_str().unwrap()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("dlm-bench starts")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let (a, b) = (training_lines(&outs[0]), training_lines(&outs[1]));
+    for key in ["mdm/bigram-ser/L12", "ar/bigram-ser/L12"] {
+        let trained = [&a, &b]
+            .iter()
+            .filter(|lines| line(lines, key)["reused"] == false)
+            .count();
+        assert_eq!(trained, 1, "{key} trained by {trained} runs: {a:?} {b:?}");
+        assert_eq!(
+            line(&a, key)["record"]["cache_id"],
+            line(&b, key)["record"]["cache_id"]
+        );
+    }
+    assert_eq!(sorted_samples(&outs[0]), sorted_samples(&outs[1]));
+}

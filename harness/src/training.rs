@@ -248,7 +248,18 @@ pub fn ensure_trained(
         };
         let id = cache_id(unit, task_d, model_d);
         let stem = file_stem(unit, &id);
-        if let Some(record) = lookup(&cache_dir, &stem, &id) {
+        let mut cached = lookup(&cache_dir, &stem, &id);
+        // Held until this unit's checkpoint is in place (or its training failed).
+        let _entry_lock = match cached {
+            Some(_) => None,
+            None => {
+                let lock = lock_entry(&cache_dir, &stem, &key, bars)?;
+                // Another process may have trained it while this one waited.
+                cached = lookup(&cache_dir, &stem, &id);
+                Some(lock)
+            }
+        };
+        if let Some(record) = cached {
             bars.suspend(|| {
                 tracing::info!(
                     "reusing checkpoint {} ({})",
@@ -334,6 +345,45 @@ pub fn ensure_trained(
     }
     bar.finish_and_clear();
     Ok(results)
+}
+
+/// An exclusive lock on one cache entry, so that processes sharing the cache — runs side by
+/// side, or the shards of a Slurm array on a shared file system — train it once: the others
+/// wait, then reuse the checkpoint. These are `flock` locks: the kernel drops them when their
+/// holder dies, so a killed trainer leaves no stale lock, and on NFS Linux maps them to the
+/// server's byte-range locks. The file names its holder for whoever waits.
+fn lock_entry(dir: &Path, stem: &str, key: &str, bars: &MultiProgress) -> Result<std::fs::File> {
+    let path = dir.join(format!("{stem}.lock"));
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open the checkpoint lock {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            bars.suspend(|| {
+                tracing::info!(
+                    "{key}: another process ({}) is training it; waiting for its checkpoint \
+                     (lock {})",
+                    holder.trim(),
+                    path.display()
+                )
+            });
+            file.lock()
+                .with_context(|| format!("cannot lock {}", path.display()))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+        }
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    file.set_len(0)?;
+    writeln!(file, "pid {} on {}", std::process::id(), host.trim())?;
+    Ok(file)
 }
 
 fn record_line(
