@@ -208,3 +208,96 @@ fn a_killed_shard_is_named_by_merge_and_its_rerun_completes_it() {
         without_timings(&summary(&single))
     );
 }
+
+fn sorted_samples(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let mut rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    rows.sort_by(|a, b| {
+        (a["unit"].as_str(), a["index"].as_u64()).cmp(&(b["unit"].as_str(), b["index"].as_u64()))
+    });
+    rows
+}
+
+/// `shard_samples`: large cells split by sample range, so that no shard waits on one huge
+/// cell. The parts spread over the shards, and merge joins them into the cells of a
+/// single-machine run: the same samples (same indices, tokens and scores) and the same summary.
+#[test]
+fn cells_split_by_sample_range_merge_into_the_single_machine_run() {
+    const SPLIT: &str = "tests/suites/tiny-split.yaml";
+    let dir = scratch("shards-split");
+    let single = dir.join("single");
+    run_ok(&["run", SPLIT, "--out", single.to_str().unwrap()]);
+    assert_eq!(
+        cells_in(&single),
+        10,
+        "a run without shards keeps cells whole"
+    );
+
+    let r = run(&["plan", SPLIT, "--shards", "3", "--json"]);
+    assert!(r.status.success(), "{}", text(&r));
+    let units: Vec<serde_json::Value> = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(units.len(), 30, "10 cells in 3 parts each");
+    let keys: Vec<&str> = units.iter().map(|u| u["key"].as_str().unwrap()).collect();
+    for range in ["/samples0-127", "/samples128-255", "/samples256-299"] {
+        assert_eq!(
+            keys.iter().filter(|k| k.ends_with(range)).count(),
+            10,
+            "{keys:?}"
+        );
+    }
+    // One cell's parts do not all land on one shard.
+    let shards_of_first: std::collections::BTreeSet<u64> = units
+        .iter()
+        .filter(|u| {
+            u["key"]
+                .as_str()
+                .unwrap()
+                .starts_with("bigram-ter/reference/")
+        })
+        .map(|u| u["shard"].as_u64().unwrap())
+        .collect();
+    assert!(shards_of_first.len() > 1, "{units:?}");
+
+    let shards: Vec<PathBuf> = (0..3)
+        .map(|k| {
+            let out = dir.join(format!("shard{k}"));
+            run_ok(&[
+                "run",
+                SPLIT,
+                "--shard",
+                &format!("{k}/3"),
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            out
+        })
+        .collect();
+    let merged = dir.join("merged");
+    let mut args = vec!["merge", merged.to_str().unwrap()];
+    let names: Vec<String> = shards.iter().map(|s| s.display().to_string()).collect();
+    args.extend(names.iter().map(String::as_str));
+    run_ok(&args);
+    assert_eq!(
+        without_timings(&summary(&merged)),
+        without_timings(&summary(&single))
+    );
+    assert_eq!(sorted_samples(&merged), sorted_samples(&single));
+
+    // Without one shard, --allow-partial leaves out every cell that lost a part.
+    let partial = dir.join("partial");
+    run_ok(&[
+        "merge",
+        partial.to_str().unwrap(),
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+        "--allow-partial",
+    ]);
+    let complete = units
+        .chunks(3)
+        .filter(|parts| parts.iter().all(|u| u["shard"] != 2))
+        .count();
+    assert_eq!(cells_in(&partial), complete);
+}

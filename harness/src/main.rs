@@ -504,7 +504,7 @@ fn cmd_history(args: HistoryArgs) -> Result<ExitCode> {
 /// `plan`: the suite's work units, their cost and (with `--shards`) their shards.
 fn cmd_plan(args: PlanArgs) -> Result<ExitCode> {
     let suite = dlm_bench::suite::Suite::load(&args.suite)?;
-    let cells = suite.cells();
+    let cells = suite.work_cells();
     let units = dlm_bench::shard::units(&cells);
     let shards = args.shards.map(|n| n as usize);
     let assigned = shards.map(|n| dlm_bench::shard::assign(&units, n));

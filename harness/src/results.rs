@@ -281,14 +281,17 @@ impl RunDir {
         let mut cells: Vec<CellRecord> = cells.into_iter().map(|(_, c)| c).collect();
         let (sample_lines, torn_samples) = read_jsonl::<SampleRecord>(&self.file(SAMPLES))?;
         let total = sample_lines.len();
-        // Distinct sample indices below `n` per unit: an `ok` cell is finished only with all.
+        // Distinct sample indices in the cell's range per unit: an `ok` cell is finished only
+        // with all.
         let mut seen = HashSet::new();
         let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-        let n_of: BTreeMap<&str, usize> =
-            cells.iter().map(|c| (c.unit.as_str(), c.cell.n)).collect();
+        let range_of: BTreeMap<&str, std::ops::Range<usize>> = cells
+            .iter()
+            .map(|c| (c.unit.as_str(), c.cell.sample_range()))
+            .collect();
         for s in &sample_lines {
-            if let Some(&n) = n_of.get(s.unit.as_str()) {
-                if (s.index as usize) < n && seen.insert((s.unit.as_str(), s.index)) {
+            if let Some(range) = range_of.get(s.unit.as_str()) {
+                if range.contains(&(s.index as usize)) && seen.insert((s.unit.as_str(), s.index)) {
                     *count.entry(s.unit.as_str()).or_default() += 1;
                 }
             }

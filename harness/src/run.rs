@@ -191,9 +191,9 @@ pub(crate) fn prepare(
 
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let (suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
-    let all_cells = suite.cells();
     let cells = match opts.shard.or_else(crate::shard::Shard::from_slurm) {
         Some(shard) => {
+            let all_cells = suite.work_cells();
             let mine = shard.select(&all_cells);
             tracing::info!(
                 "shard {}/{}: {} of the suite's {} cells",
@@ -204,7 +204,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             );
             mine
         }
-        None => all_cells,
+        None => suite.cells(),
     };
     let plugins = manifest_plugins(&libraries, &descriptors);
     let dir = match (&opts.resume, &opts.out) {

@@ -4,7 +4,7 @@
 //! whose summary and report are those of a single-machine run.
 
 use crate::report;
-use crate::results::{now_rfc3339, CellRecord, Manifest, RunDir, SampleRecord};
+use crate::results::{now_rfc3339, CellRecord, CellStatus, Manifest, RunDir, SampleRecord};
 use crate::suite::{CellSpec, Suite};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -134,7 +134,8 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf], allow_partial: bool) -> Result<
     let first = &shards[0].1;
     let suite = Suite::parse(&first.suite_path, first.suite_text.clone())
         .map_err(|e| anyhow::anyhow!("the shards' suite no longer parses: {e}"))?;
-    let plan = suite.cells();
+    // Shards ran work cells (cells split by sample range where the suite says so).
+    let plan = suite.work_cells();
     let (found, problems) = index_units(&plan, &shards);
     let missing: Vec<String> = plan
         .iter()
@@ -163,14 +164,21 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf], allow_partial: bool) -> Result<
     manifest.cells_total = plan.len();
     manifest.command = std::env::args().collect();
     run.write_manifest(&manifest)?;
+    let whole_cells = suite.cells();
     let mut cells = 0;
-    for spec in &plan {
-        if let Some((record, samples)) = found.get(&spec.unit_id()) {
-            run.append_cell(samples, record)?;
+    for whole in &whole_cells {
+        let parts = match suite.shard_samples {
+            Some(most) => whole.split(most),
+            None => vec![whole.clone()],
+        };
+        let found_parts: Option<Vec<_>> = parts.iter().map(|p| found.get(&p.unit_id())).collect();
+        if let Some(found_parts) = found_parts {
+            let (record, samples) = join_parts(whole, &found_parts);
+            run.append_cell(&samples, &record)?;
             cells += 1;
         }
     }
-    report::write_all(&run, Some(&plan))?;
+    report::write_all(&run, Some(&whole_cells))?;
     Ok(Merged {
         dir: out.to_path_buf(),
         cells,
@@ -179,6 +187,52 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf], allow_partial: bool) -> Result<
 }
 
 type ShardRun = (PathBuf, Manifest, Vec<CellRecord>, Vec<SampleRecord>);
+
+/// One cell from its parts (in sample order): their samples and batches in order, the first
+/// failure as the cell's, worker time summed. A whole cell comes back as it was.
+fn join_parts(
+    whole: &CellSpec,
+    parts: &[&(&CellRecord, Vec<SampleRecord>)],
+) -> (CellRecord, Vec<SampleRecord>) {
+    if let [(record, samples)] = parts {
+        if record.cell.part.is_none() {
+            return ((*record).clone(), samples.clone());
+        }
+    }
+    let (unit, key) = (whole.unit_id(), whole.key());
+    let mut record = parts[0].0.clone();
+    record.unit.clone_from(&unit);
+    record.key.clone_from(&key);
+    record.cell = whole.clone();
+    record.batches = parts.iter().flat_map(|p| p.0.batches.clone()).collect();
+    record.worker_seconds = parts.iter().map(|p| p.0.worker_seconds).sum();
+    record.finished_at = parts
+        .iter()
+        .map(|p| p.0.finished_at.clone())
+        .max()
+        .unwrap_or_default();
+    if let Some(failed) = parts.iter().find(|p| p.0.status != CellStatus::Ok) {
+        record.status = failed.0.status;
+        record.cause = failed
+            .0
+            .cause
+            .clone()
+            .map(|c| format!("{}: {c}", failed.0.key));
+    }
+    if record.status != CellStatus::Ok {
+        return (record, Vec::new());
+    }
+    let samples = parts
+        .iter()
+        .flat_map(|p| p.1.iter().cloned())
+        .map(|mut s| {
+            s.unit.clone_from(&unit);
+            s.key.clone_from(&key);
+            s
+        })
+        .collect();
+    (record, samples)
+}
 
 /// Shards must come from one suite, commit and set of plugin versions.
 fn check_same_run(shards: &[ShardRun]) -> Result<()> {

@@ -60,6 +60,7 @@ fn cell(model: &str, sampler: &str, ar_model: bool, baseline: Option<&str>) -> C
         length: 8,
         seed: 0,
         n: 10,
+        part: None,
         batch_size: 10,
         timeout_seconds: 60.0,
     };

@@ -25,6 +25,7 @@ impl Suite {
                             length,
                             seed,
                             n: self.samples,
+                            part: None,
                             batch_size: self.batch_size,
                             timeout_seconds: self.timeout_seconds,
                         };
@@ -65,6 +66,17 @@ impl Suite {
         }
         cells
     }
+
+    /// The units of work of the sweep: its cells, each split into sample ranges of at most
+    /// `shard_samples` (rounded up to whole batches) when the suite sets it, so that no shard
+    /// waits on one huge cell. Shards run these; `merge` joins a cell's parts again.
+    pub fn work_cells(&self) -> Vec<CellSpec> {
+        let cells = self.cells();
+        match self.shard_samples {
+            None => cells,
+            Some(most) => cells.iter().flat_map(|c| c.split(most)).collect(),
+        }
+    }
 }
 
 /// A task or model as a cell sees it.
@@ -94,9 +106,23 @@ pub struct CellSpec {
     pub sampler: Option<SamplerSpec>,
     pub length: usize,
     pub seed: u64,
+    /// Samples in this cell, or in this part of a split cell.
     pub n: usize,
+    /// Set on one part of a cell split by sample range (`shard_samples`): its samples are
+    /// `part.first .. part.first + n` of the cell's `part.of`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<SamplePart>,
     pub batch_size: usize,
     pub timeout_seconds: f64,
+}
+
+/// Where a part of a split cell lies in the whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplePart {
+    /// Index of the part's first sample.
+    pub first: usize,
+    /// Samples of the whole cell.
+    pub of: usize,
 }
 
 impl CellSpec {
@@ -112,10 +138,49 @@ impl CellSpec {
             .as_ref()
             .map(SamplerSpec::label)
             .unwrap_or_else(|| "ground-truth".into());
-        format!(
+        let whole = format!(
             "{}/{}/{}/L{}/seed{}",
             self.task.name, model, sampler, self.length, self.seed
-        )
+        );
+        match self.part {
+            None => whole,
+            Some(p) => format!("{whole}/samples{}-{}", p.first, p.first + self.n - 1),
+        }
+    }
+
+    /// Indices of this cell's (or part's) samples. Samples depend on their index, not on the
+    /// batch they are drawn in, so a part draws exactly the samples the whole cell would.
+    pub fn sample_range(&self) -> std::ops::Range<usize> {
+        let first = self.part.map_or(0, |p| p.first);
+        first..first + self.n
+    }
+
+    /// The whole cell a part belongs to (itself when it is whole).
+    pub fn whole(&self) -> CellSpec {
+        let mut whole = self.clone();
+        if let Some(p) = whole.part.take() {
+            whole.n = p.of;
+        }
+        whole
+    }
+
+    /// This cell in parts of at most `most` samples, rounded up to whole batches so that every
+    /// part draws the same batches as the whole cell (a model's batched arithmetic then cannot
+    /// differ either); a cell that fits is returned whole.
+    pub fn split(&self, most: usize) -> Vec<CellSpec> {
+        let batch = self.batch_size.max(1);
+        let size = most.div_ceil(batch).max(1) * batch;
+        if self.part.is_some() || self.n <= size {
+            return vec![self.clone()];
+        }
+        (0..self.n)
+            .step_by(size)
+            .map(|first| CellSpec {
+                n: size.min(self.n - first),
+                part: Some(SamplePart { first, of: self.n }),
+                ..self.clone()
+            })
+            .collect()
     }
 
     /// Content hash of everything that determines the cell's samples (not where plugins live,
@@ -132,6 +197,11 @@ impl CellSpec {
             "seed": self.seed,
             "n": self.n,
         });
+        // Whole cells keep the ids they had before cells could be split.
+        let identity = match self.part {
+            None => identity,
+            Some(p) => serde_json::json!([identity, {"part": [p.first, p.of]}]),
+        };
         hex(&Sha256::digest(identity.to_string().as_bytes()))[..16].to_string()
     }
 

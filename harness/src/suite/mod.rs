@@ -13,14 +13,16 @@ use std::path::{Path, PathBuf};
 mod cells;
 mod checks;
 mod error;
+mod limits;
 #[cfg(test)]
 mod tests;
 mod yaml;
 
-pub use cells::{hex, CellSpec, ComponentSpec};
+pub use cells::{hex, CellSpec, ComponentSpec, SamplePart};
 pub use checks::*;
 use error::load_error;
 pub use error::{did_you_mean, Location, SuiteError, SuiteSource};
+pub use limits::*;
 pub use yaml::yaml_to_json;
 use yaml::{find_key, section_config, section_value};
 
@@ -44,6 +46,9 @@ struct RawSuite {
     memory_limit: Option<Spanned<String>>,
     #[serde(default)]
     reference: Option<bool>,
+    /// Split cells into sample ranges of at most this many samples for shards.
+    #[serde(default)]
+    shard_samples: Option<Spanned<i64>>,
     lengths: Spanned<Vec<Spanned<i64>>>,
     #[serde(default)]
     seeds: Option<Vec<Spanned<i64>>>,
@@ -292,6 +297,10 @@ pub struct Suite {
     /// The most resident memory one worker (with its child processes) may use.
     pub memory_limit: MemoryLimit,
     pub reference: bool,
+    /// `shard_samples`: sharded runs (`run --shard`, Slurm arrays) split cells with more
+    /// samples into parts of at most this many (rounded up to whole batches); `merge` joins
+    /// them. Not part of any cell's identity, and a run without shards ignores it.
+    pub shard_samples: Option<usize>,
     pub lengths: Vec<usize>,
     pub seeds: Vec<u64>,
     pub tasks: Vec<TaskEntry>,
@@ -417,6 +426,7 @@ impl Suite {
             timeout_seconds: settings.timeout_seconds,
             memory_limit: settings.memory_limit,
             reference: raw.reference.unwrap_or(true),
+            shard_samples: settings.shard_samples,
             lengths: settings.lengths,
             seeds: settings.seeds,
             tasks,
@@ -634,6 +644,7 @@ struct Settings {
     batch_size: usize,
     timeout_seconds: f64,
     memory_limit: MemoryLimit,
+    shard_samples: Option<usize>,
 }
 
 fn parse_settings(raw: &RawSuite, source: &SuiteSource) -> Result<Settings, SuiteError> {
@@ -678,6 +689,11 @@ fn parse_settings(raw: &RawSuite, source: &SuiteSource) -> Result<Settings, Suit
         .map(|v| positive(source, v, "batch_size"))
         .transpose()?
         .unwrap_or(32);
+    let shard_samples = raw
+        .shard_samples
+        .as_ref()
+        .map(|v| positive(source, v, "shard_samples"))
+        .transpose()?;
     let timeout_seconds = match &raw.timeout_seconds {
         Some(t) if !(**t > 0.0 && t.is_finite()) => {
             return Err(SuiteError::at(
@@ -716,5 +732,6 @@ fn parse_settings(raw: &RawSuite, source: &SuiteSource) -> Result<Settings, Suit
         batch_size,
         timeout_seconds,
         memory_limit,
+        shard_samples,
     })
 }

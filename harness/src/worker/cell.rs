@@ -64,6 +64,7 @@ pub(super) fn run_cell(
         (Some(_), None) => anyhow::bail!("a model cell needs a sampler"),
     };
     let scores = score_all(&task, &generated.sequences, events)?;
+    let first = cell.sample_range().start as u64;
     let samples = generated
         .sequences
         .into_iter()
@@ -72,7 +73,7 @@ pub(super) fn run_cell(
         .enumerate()
         .map(
             |(i, ((tokens, score), (nfe, generated_tokens)))| WorkerSample {
-                index: i as u64,
+                index: first + i as u64,
                 tokens,
                 score,
                 nfe,
@@ -110,14 +111,14 @@ fn reference_sequences(
     description: &TaskDescription,
     events: &mut EventWriter,
 ) -> Result<Generated> {
-    let n = cell.n;
+    let (range, n) = (cell.sample_range(), cell.n);
     let batch = cell.batch_size.max(1);
     let vocab = description.vocab_size as u32;
     let mut sequences = Vec::with_capacity(n);
     events.emit(&progress("reference", 0, n))?;
-    let mut first = 0;
-    while first < n {
-        let size = batch.min(n - first);
+    let mut first = range.start;
+    while first < range.end {
+        let size = batch.min(range.end - first);
         sequences.extend(reference_batch(
             task,
             size,
@@ -127,7 +128,7 @@ fn reference_sequences(
             vocab,
         )?);
         first += size;
-        events.emit(&progress("reference", first, n))?;
+        events.emit(&progress("reference", first - range.start, n))?;
     }
     Ok(Generated {
         stats: vec![(0, 0); sequences.len()],
@@ -147,7 +148,7 @@ fn generate_sequences(
     vocab: u32,
     events: &mut EventWriter,
 ) -> Result<Generated> {
-    let n = cell.n;
+    let (range, n) = (cell.sample_range(), cell.n);
     let batch = cell.batch_size.max(1);
     let mut out = Generated {
         sequences: Vec::with_capacity(n),
@@ -162,9 +163,9 @@ fn generate_sequences(
         device: None,
     };
     events.emit(&progress("generate", 0, n))?;
-    let mut first = 0;
-    while first < n {
-        let size = batch.min(n - first);
+    let mut first = range.start;
+    while first < range.end {
+        let size = batch.min(range.end - first);
         let request = GenerateRequest {
             batch_size: size,
             length: cell.length,
@@ -202,7 +203,7 @@ fn generate_sequences(
         out.device = Some(reply.device.clone());
         out.sequences.extend(seqs);
         first += size;
-        events.emit(&progress("generate", first, n))?;
+        events.emit(&progress("generate", first - range.start, n))?;
     }
     Ok(out)
 }

@@ -240,7 +240,7 @@ pub(super) fn run_text_cell(
 ) -> Result<CellOutput> {
     let info = description.text.clone().context("not a text task")?;
     let codec = Codec::of(&description)?;
-    let (n, batch) = (cell.n, cell.batch_size.max(1));
+    let (range, n, batch) = (cell.sample_range(), cell.n, cell.batch_size.max(1));
     let phase = if model.is_some() {
         "generate"
     } else {
@@ -250,9 +250,9 @@ pub(super) fn run_text_cell(
     let mut batches = Vec::new();
     let mut device = None;
     events.emit(&progress(phase, 0, n))?;
-    let mut first = 0;
-    while first < n {
-        let size = batch.min(n - first);
+    let mut first = range.start;
+    while first < range.end {
+        let size = batch.min(range.end - first);
         let prompts = prompts(&task, first as u64, size, cell.seed)?;
         let outputs = match model {
             None => reference_outputs(&prompts, codec.as_ref(), &info)?,
@@ -301,7 +301,7 @@ pub(super) fn run_text_cell(
             });
         }
         first += size;
-        events.emit(&progress(phase, first, n))?;
+        events.emit(&progress(phase, first - range.start, n))?;
     }
     description.metrics.extend(guard_metrics());
     Ok(CellOutput {
