@@ -1,8 +1,14 @@
-//! Final-answer extraction, as lm-evaluation-harness's `gsm8k` task does it.
+//! Final-answer extraction, as lm-evaluation-harness's `gsm8k` and `gsm8k-cot` tasks do it.
 //!
-//! * **strict-match**: the first match of `#### (\-?[0-9\.\,]+)`, group 1.
+//! * **strict-match** ([`StrictMatch`]): the first match of group 1 of
+//!   * `#### (\-?[0-9\.\,]+)` for the `gsm8k` format ([`extract_strict`]);
+//!   * `The answer is (\-?[0-9\.\,]+).` for `gsm8k-cot` ([`extract_strict_cot`]). The final
+//!     `.` is a regex wildcard, as in lm-eval: one more character (not a newline) must follow
+//!     the number, and the greedy number gives it back, so `The answer is 12.` gives `12`,
+//!     `The answer is 123` at the end of the text gives `12`, `The answer is 5` at the end
+//!     gives nothing, and `The answer is $5.` gives nothing (no `$` in the class).
 //! * **flexible-extract**: the *last* match of `(-?[$0-9.,]{2,})|(-?[0-9]+)`, taking the first
-//!   non-empty group (`group_select: -1` in `gsm8k.yaml`).
+//!   non-empty group (`group_select: -1` in both `gsm8k.yaml` and `gsm8k-cot.yaml`).
 //!
 //! Scoring differs from lm-eval on purpose: lm-eval compares *strings* after removing `,`, `$`
 //! and one trailing `.`; here both sides are parsed with [`parse_answer`] (same removals) and
@@ -16,10 +22,18 @@ use regex::Regex;
 
 use crate::arith::parse_answer;
 
-static STRICT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"#### (\-?[0-9\.\,]+)").expect("valid regex"));
+/// lm-eval's `gsm8k` strict-match pattern (`gsm8k.yaml`).
+pub const STRICT_PATTERN: &str = r"#### (\-?[0-9\.\,]+)";
+/// lm-eval's `gsm8k-cot` strict-match pattern (`gsm8k-cot.yaml`), verbatim.
+pub const STRICT_COT_PATTERN: &str = r"The answer is (\-?[0-9\.\,]+).";
+/// lm-eval's flexible-extract pattern (the same in `gsm8k.yaml` and `gsm8k-cot.yaml`).
+pub const FLEXIBLE_PATTERN: &str = r"(-?[$0-9.,]{2,})|(-?[0-9]+)";
+
+static STRICT: LazyLock<Regex> = LazyLock::new(|| Regex::new(STRICT_PATTERN).expect("valid regex"));
+static STRICT_COT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(STRICT_COT_PATTERN).expect("valid regex"));
 static FLEXIBLE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(-?[$0-9.,]{2,})|(-?[0-9]+)").expect("valid regex"));
+    LazyLock::new(|| Regex::new(FLEXIBLE_PATTERN).expect("valid regex"));
 
 /// lm-eval's strict-match extraction: the first `#### n`, or `None` (lm-eval's `[invalid]`).
 pub fn extract_strict(text: &str) -> Option<&str> {
@@ -27,6 +41,36 @@ pub fn extract_strict(text: &str) -> Option<&str> {
         .captures(text)
         .and_then(|c| c.get(1))
         .map(|m| m.as_str())
+}
+
+/// lm-eval's `gsm8k-cot` strict-match extraction: the first `The answer is n.`, or `None`
+/// (see the module documentation for the regex's quirks, kept on purpose).
+pub fn extract_strict_cot(text: &str) -> Option<&str> {
+    STRICT_COT
+        .captures(text)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str())
+}
+
+/// Which strict-match rule a completion is held to: the final-answer convention of the prompt
+/// format it answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StrictMatch {
+    /// `#### n`, GSM8K's own solutions and lm-eval's `gsm8k` task.
+    #[default]
+    Hashes,
+    /// `The answer is n.`, lm-eval's `gsm8k-cot` task.
+    TheAnswerIs,
+}
+
+impl StrictMatch {
+    /// The strict answer in `text` under this rule.
+    pub fn extract(self, text: &str) -> Option<&str> {
+        match self {
+            StrictMatch::Hashes => extract_strict(text),
+            StrictMatch::TheAnswerIs => extract_strict_cot(text),
+        }
+    }
 }
 
 /// lm-eval's flexible-extract: the last number-like run in the text, or `None`.
@@ -72,6 +116,42 @@ mod tests {
         assert_eq!(extract_strict("####42"), None);
         assert_eq!(extract_strict("#### $5"), None);
         assert_eq!(extract_strict(""), None);
+    }
+
+    #[test]
+    fn strict_cot_follows_lm_evals_regex() {
+        // Expected values are what Python's `re.findall(...)[0]` gives for lm-eval's pattern.
+        let cases: [(&str, Option<&str>); 14] = [
+            ("The answer is 1,234.", Some("1,234")),
+            ("So 3 + 4 = 7. The answer is 7.\n\nQ:", Some("7")),
+            ("The answer is -3.5.", Some("-3.5")),
+            ("The answer is 18.00.", Some("18.00")),
+            ("The answer is 12 apples.", Some("12")),
+            ("The answer is 42.\nThe answer is 7.", Some("42")),
+            ("The answer is 8.\n", Some("8")),
+            // The trailing wildcard takes a digit back when nothing follows the number.
+            ("The answer is 123", Some("12")),
+            ("The answer is 7.5", Some("7.")),
+            ("The answer is 42\nnext", Some("4")),
+            ("The answer is 5", None),
+            ("The answer is $5.", None),
+            ("the answer is 6.", None),
+            ("#### 6\n", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(extract_strict_cot(text), want, "{text:?}");
+            assert_eq!(StrictMatch::TheAnswerIs.extract(text), want, "{text:?}");
+        }
+        assert_eq!(StrictMatch::Hashes.extract("#### 6\n"), Some("6"));
+        assert_eq!(StrictMatch::default(), StrictMatch::Hashes);
+        assert!(answers_match(
+            extract_strict_cot("The answer is 1,234.").unwrap(),
+            "1234"
+        ));
+        // `$5.`: strict finds nothing, flexible finds `$5.`, which matches 5.
+        assert_eq!(extract_flexible("The answer is $5."), Some("$5."));
+        assert!(answers_match("$5.", "5"));
+        assert_eq!(extract_flexible("So 6 apples"), Some("6"));
     }
 
     #[test]

@@ -3,15 +3,18 @@
 //! * [`arith`] — a small expression language (`+ - * / x × ÷ ** ^ % $ ( )`, decimals,
 //!   thousands commas) evaluated to exact [`num_rational::BigRational`]s under size
 //!   [`Limits`](arith::Limits), so any input is refused or answered in bounded work.
-//! * [`answer`] — final-answer extraction exactly as lm-evaluation-harness's `gsm8k` task
-//!   (strict `#### n`, flexible last number) and exact numeric comparison with the gold answer.
+//! * [`answer`] — final-answer extraction exactly as lm-evaluation-harness's `gsm8k` and
+//!   `gsm8k-cot` tasks (strict `#### n` or `The answer is n.`, flexible last number) and exact
+//!   numeric comparison with the gold answer.
 //! * [`verify`](mod@verify) — the step verifier: every `<<expr=value>>` annotation
 //!   (annotation mode) and every `a = b = … = c` chain in the free text (free-text mode),
 //!   checked link by link and reported separately ([`Verification`]).
 //! * [`summary`] — counts over many completions: accuracy, step error, sequence error, trace
 //!   error (Uesato et al. 2022), coverage.
 //! * [`plugin`] — the tasks `gsm8k` and `arith` for dlm-bench (text tasks: prompts in,
-//!   completions verified).
+//!   completions verified); `gsm8k` takes `format: gsm8k | gsm8k-cot`.
+//! * [`prompt`] — lm-eval's two GSM8K prompt formats: `gsm8k` (`Question: …\nAnswer:`) and
+//!   `gsm8k-cot` (`Q: …\nA:` after the 8 chain-of-thought exemplars of Wei et al. 2022).
 //! * [`data`] — the pinned GSM8K `test.jsonl` / `train.jsonl`, sha256-checked.
 //! * [`synthetic`] — procedurally generated arithmetic chains in GSM8K's format, with a fixed
 //!   character vocabulary, for training small models.
@@ -30,6 +33,7 @@ pub mod answer;
 pub mod arith;
 pub mod data;
 pub mod plugin;
+pub mod prompt;
 pub mod summary;
 pub mod synthetic;
 pub mod verify;

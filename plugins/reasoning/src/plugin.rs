@@ -6,7 +6,7 @@
 //!
 //! | metric | per completion | cell figure |
 //! |---|---|---|
-//! | `accuracy_strict` | `#### n` equals the gold answer | share |
+//! | `accuracy_strict` | `#### n` (format `gsm8k-cot`: `The answer is n.`) equals the gold answer | share |
 //! | `accuracy_flexible` | the last number equals the gold answer | share |
 //! | `step_error_rate` | wrong ÷ checked `<<expr=value>>` steps (none checked: left out) | mean |
 //! | `free_text_step_error_rate` | the same for `a = b = c` chains in the free text | mean |
@@ -23,14 +23,22 @@
 //! |---|---|---|
 //! | `split` | `test` (1,319 problems) or `train` (7,473) | `test` |
 //! | `data_dir` | folder holding `gsm8k/` (sha256-checked) | `$DLM_BENCH_DATA`, else `../shared/data` |
-//! | `shots` | few-shot examples before the question (the first `shots` train problems) | 0 |
+//! | `format` | prompt format: `gsm8k` or `gsm8k-cot` (see below) | `gsm8k` |
+//! | `shots` | few-shot examples before the question, 0 to 8: `gsm8k` takes the first `shots` train problems, `gsm8k-cot` the first `shots` of its 8 fixed exemplars | `gsm8k`: 0, `gsm8k-cot`: 8 |
 //! | `limit` | use only the first `limit` problems | all |
 //!
-//! The prompt is lm-evaluation-harness's `gsm8k` format: `Question: {question}\nAnswer:`, the
-//! examples joined by a blank line, each followed by ` {answer}`; completions stop at
-//! `Question:`, `</s>` or `<|im_end|>`. Sample `i` of a cell answers problem `i mod problems`,
-//! prompt id `{split}-{index}` (lm-eval's `doc_id`). The task has no vocabulary of its own: a
-//! model needs a tokenizer or replays generations made elsewhere.
+//! With `format: gsm8k` the prompt is lm-evaluation-harness's `gsm8k` format:
+//! `Question: {question}\nAnswer:`, the examples joined by a blank line, each followed by
+//! ` {answer}`; completions stop at `Question:`, `</s>` or `<|im_end|>`; strict-match is
+//! `#### n`. With `format: gsm8k-cot` it is lm-eval's `gsm8k-cot` format: the chain-of-thought
+//! exemplars of Wei et al. 2022 as `Q: {question}\nA: {chain} The answer is n.`, joined by a
+//! blank line, then `Q: {question}\nA:`; completions stop at `Q:`, `</s>` or `<|im_end|>`;
+//! strict-match is `The answer is n.` and the reference is the GSM8K solution with its
+//! `#### n` line replaced by `The answer is n.` (see [`crate::prompt`]). flexible-extract and
+//! the step verifier are the same in both; completions without `<<…>>` annotations are checked
+//! in free-text mode only. Sample `i` of a cell answers problem `i mod problems`, prompt id
+//! `{split}-{index}` (lm-eval's `doc_id`). The task has no vocabulary of its own: a model needs
+//! a tokenizer or replays generations made elsewhere.
 //!
 //! # `arith` (config: `steps`, `max_operand`, `ops`; see [`crate::synthetic`])
 //!
@@ -40,6 +48,7 @@
 //! annotated solution ending in `#### n`.
 
 use crate::data::{self, Problem, Split};
+use crate::prompt::{PromptFormat, MAX_SHOTS};
 use crate::synthetic::{self, ArithConfig};
 use crate::verify::Verifier;
 use dlm_sdk::{
@@ -66,7 +75,7 @@ impl Plugin for ReasoningPlugin {
         vec![
             ComponentInfo {
                 name: "gsm8k".into(),
-                description: "GSM8K grade-school maths (config: split, data_dir, shots, limit); completions verified step by step".into(),
+                description: "GSM8K grade-school maths (config: split, data_dir, format, shots, limit); completions verified step by step".into(),
                 capabilities: vec!["text".into()],
                 samplers: Vec::new(),
                 sampler_info: Vec::new(),
@@ -199,7 +208,9 @@ struct Gsm8kConfig {
     #[serde(default)]
     data_dir: Option<PathBuf>,
     #[serde(default)]
-    shots: usize,
+    format: Option<String>,
+    #[serde(default)]
+    shots: Option<usize>,
     #[serde(default)]
     limit: Option<usize>,
 }
@@ -212,6 +223,7 @@ struct Gsm8kTask {
     split: Split,
     split_name: String,
     problems: Vec<Problem>,
+    format: PromptFormat,
     /// The few-shot preamble (empty for zero-shot).
     preamble: String,
     shots: usize,
@@ -225,7 +237,7 @@ impl Gsm8kTask {
         } else {
             serde_json::from_value(config).map_err(|e| {
                 PluginError(format!(
-                    "gsm8k config: {e} (keys: split, data_dir, shots, limit)"
+                    "gsm8k config: {e} (keys: split, data_dir, format, shots, limit)"
                 ))
             })?
         };
@@ -238,10 +250,12 @@ impl Gsm8kTask {
                 )))
             }
         };
-        if config.shots > 8 {
+        let format = PromptFormat::parse(config.format.as_deref().unwrap_or("gsm8k"))
+            .map_err(|e| PluginError(format!("gsm8k config: {e}")))?;
+        let shots = config.shots.unwrap_or(format.default_shots());
+        if shots > MAX_SHOTS {
             return Err(PluginError(format!(
-                "gsm8k config: shots must be at most 8, got {}",
-                config.shots
+                "gsm8k config: shots must be at most {MAX_SHOTS}, got {shots}"
             )));
         }
         let dir = config
@@ -256,23 +270,23 @@ impl Gsm8kTask {
             }
             problems.truncate(limit);
         }
-        let preamble = if config.shots == 0 {
-            String::new()
+        let train = if shots > 0 && format.needs_train_examples() {
+            data::load(&dir, Split::Train)
+                .map_err(|e| PluginError(format!("gsm8k few-shot examples: {e}")))?
         } else {
-            let train = data::load(&dir, Split::Train)
-                .map_err(|e| PluginError(format!("gsm8k few-shot examples: {e}")))?;
-            train[..config.shots]
-                .iter()
-                .map(|p| format!("Question: {}\nAnswer: {}\n\n", p.question, p.answer))
-                .collect()
+            Vec::new()
         };
         Ok(Gsm8kTask {
             split,
             split_name: config.split,
             problems,
-            preamble,
-            shots: config.shots,
-            verifier: Verifier::default(),
+            format,
+            preamble: format.preamble(shots, &train),
+            shots,
+            verifier: Verifier {
+                strict: format.strict_match(),
+                ..Verifier::default()
+            },
         })
     }
 
@@ -295,10 +309,14 @@ impl Task for Gsm8kTask {
     fn describe(&mut self, length: usize) -> Result<TaskDescription> {
         Ok(TaskDescription {
             label: format!(
-                "GSM8K {} ({} problems, {}-shot)",
+                "GSM8K {} ({} problems, {}-shot{})",
                 self.split_name,
                 self.problems.len(),
-                self.shots
+                self.shots,
+                match self.format {
+                    PromptFormat::Gsm8k => "",
+                    PromptFormat::Gsm8kCot => " CoT",
+                }
             ),
             vocab_size: 0,
             mask_id: 0,
@@ -314,13 +332,13 @@ impl Task for Gsm8kTask {
                 "problems": self.problems.len(),
                 "pinned_problems": self.split.problems(),
                 "shots": self.shots,
-                "format": "lm-eval gsm8k: Question: …\\nAnswer:",
+                "format": self.format.describe(),
             }),
             metrics: metrics(),
             text: Some(TextTaskInfo {
                 vocabulary: None,
                 eos_id: None,
-                stop: vec!["Question:".into(), "</s>".into(), "<|im_end|>".into()],
+                stop: self.format.stop(),
                 prompts: Some(self.problems.len()),
             }),
         })
@@ -342,8 +360,12 @@ impl Task for Gsm8kTask {
                 let p = &self.problems[i];
                 Prompt {
                     id: format!("{}-{i}", self.split_name),
-                    text: format!("{}Question: {}\nAnswer:", self.preamble, p.question),
-                    reference: Some(format!(" {}", p.answer)),
+                    text: format!(
+                        "{}{}",
+                        self.preamble,
+                        self.format.question_text(&p.question)
+                    ),
+                    reference: Some(self.format.reference(p)),
                 }
             })
             .collect())

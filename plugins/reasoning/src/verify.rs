@@ -52,7 +52,7 @@ use num_traits::{Pow, Signed};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::answer::{answers_match, extract_flexible, extract_strict};
+use crate::answer::{answers_match, extract_flexible, StrictMatch};
 use crate::arith::{display, evaluate, literal_decimals, EvalError, Limits};
 
 static ANNOTATION: LazyLock<Regex> =
@@ -172,7 +172,8 @@ impl ModeReport {
 /// Everything found about one completion.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verification {
-    /// Strict-match extraction (`#### n`), if any.
+    /// Strict-match extraction (`#### n`, or `The answer is n.` under
+    /// [`StrictMatch::TheAnswerIs`]), if any.
     pub strict_answer: Option<String>,
     /// Flexible extraction (last number), if any.
     pub flexible_answer: Option<String>,
@@ -186,11 +187,14 @@ pub struct Verification {
     pub free_text: ModeReport,
 }
 
-/// The verifier: [`Limits`] for every evaluation.
+/// The verifier: [`Limits`] for every evaluation, and the strict-match rule for the final
+/// answer (the steps are checked the same way under either rule).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Verifier {
     /// Size limits of the evaluator.
     pub limits: Limits,
+    /// Strict-match extraction: `#### n` (default) or `The answer is n.` (`gsm8k-cot`).
+    pub strict: StrictMatch,
 }
 
 /// [`Verifier::verify`] with default limits.
@@ -201,7 +205,7 @@ pub fn verify(completion: &str, gold: Option<&str>) -> Verification {
 impl Verifier {
     /// Verifies `completion`; `gold` is the gold final answer (`$` and commas allowed).
     pub fn verify(&self, completion: &str, gold: Option<&str>) -> Verification {
-        let strict = extract_strict(completion);
+        let strict = self.strict.extract(completion);
         let flexible = extract_flexible(completion);
         let judge = |a: Option<&str>| gold.map(|g| a.is_some_and(|a| answers_match(a, g)));
         Verification {
