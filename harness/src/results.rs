@@ -249,17 +249,29 @@ impl RunDir {
 
     /// Append a finished cell: its samples first, then its cell line, each synced to disk.
     pub fn append_cell(&self, samples: &[SampleRecord], cell: &CellRecord) -> Result<()> {
-        if !samples.is_empty() {
-            let mut buf = Vec::new();
-            for s in samples {
-                serde_json::to_writer(&mut buf, s)?;
-                buf.push(b'\n');
+        self.append_cells(&[(samples, cell)])
+    }
+
+    /// Append finished cells at once: all their samples, then all their cell lines, each file
+    /// synced once (a merge writes 100,000 cells; two syncs per cell took most of its time).
+    /// A crash in between leaves samples without cell lines, which `load_consistent` drops.
+    pub fn append_cells(&self, cells: &[(&[SampleRecord], &CellRecord)]) -> Result<()> {
+        let (mut samples, mut lines) = (Vec::new(), Vec::new());
+        for (cell_samples, cell) in cells {
+            for s in cell_samples.iter() {
+                serde_json::to_writer(&mut samples, s)?;
+                samples.push(b'\n');
             }
-            append_synced(&self.file(SAMPLES), &buf)?;
+            serde_json::to_writer(&mut lines, cell)?;
+            lines.push(b'\n');
         }
-        let mut line = serde_json::to_vec(cell)?;
-        line.push(b'\n');
-        append_synced(&self.file(CELLS), &line)
+        if !samples.is_empty() {
+            append_synced(&self.file(SAMPLES), &samples)?;
+        }
+        if !lines.is_empty() {
+            append_synced(&self.file(CELLS), &lines)?;
+        }
+        Ok(())
     }
 
     /// Read the results, dropping torn lines, samples of cells that never finished, and cells

@@ -165,7 +165,7 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf], allow_partial: bool) -> Result<
     manifest.command = std::env::args().collect();
     run.write_manifest(&manifest)?;
     let whole_cells = suite.cells();
-    let mut cells = 0;
+    let mut joined = Vec::new();
     for whole in &whole_cells {
         let parts = match suite.shard_samples {
             Some(most) => whole.split(most),
@@ -173,11 +173,12 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf], allow_partial: bool) -> Result<
         };
         let found_parts: Option<Vec<_>> = parts.iter().map(|p| found.get(&p.unit_id())).collect();
         if let Some(found_parts) = found_parts {
-            let (record, samples) = join_parts(whole, &found_parts);
-            run.append_cell(&samples, &record)?;
-            cells += 1;
+            joined.push(join_parts(whole, &found_parts));
         }
     }
+    let cells = joined.len();
+    let rows: Vec<_> = joined.iter().map(|(r, s)| (s.as_slice(), r)).collect();
+    run.append_cells(&rows)?;
     report::write_all(&run, Some(&whole_cells))?;
     Ok(Merged {
         dir: out.to_path_buf(),

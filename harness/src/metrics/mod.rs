@@ -211,22 +211,26 @@ pub struct Baseline {
 /// AR cells in the same place (e.g. two left-to-right cells with different temperatures), the
 /// one with the smallest key is taken.
 pub fn resolve_baselines(cells: &[CellRecord]) -> Vec<Option<Baseline>> {
-    let same_place = |a: &CellRecord, b: &CellRecord| {
-        a.cell.task.name == b.cell.task.name
-            && a.cell.length == b.cell.length
-            && a.cell.seed == b.cell.seed
-            && a.cell.batch_size == b.cell.batch_size
-    };
+    // Cells by place (task, length, seed, batch size): candidates are looked up in their own
+    // place only, so a sweep of 100,000 cells is not 10^10 comparisons.
+    fn place(c: &CellRecord) -> (&str, usize, u64, usize) {
+        let s = &c.cell;
+        (s.task.name.as_str(), s.length, s.seed, s.batch_size)
+    }
+    let mut places: HashMap<_, Vec<usize>> = HashMap::new();
+    for (i, c) in cells.iter().enumerate() {
+        places.entry(place(c)).or_default().push(i);
+    }
+    let group: Vec<&[usize]> = cells.iter().map(|c| places[&place(c)].as_slice()).collect();
+    let same_place = |ci: usize| group[ci].iter().map(|&i| (i, &cells[i]));
     // The candidate with the smallest key among `filter`.
-    let pick = |c: &CellRecord, filter: &dyn Fn(&CellRecord) -> bool| -> Option<usize> {
-        cells
-            .iter()
-            .enumerate()
+    let pick = |ci: usize, filter: &dyn Fn(&CellRecord) -> bool| -> Option<usize> {
+        let c = &cells[ci];
+        same_place(ci)
             .filter(|(_, b)| {
                 b.status == CellStatus::Ok
                     && !b.cell.is_reference()
                     && b.unit != c.unit
-                    && same_place(b, c)
                     && filter(b)
             })
             .min_by(|(_, x), (_, y)| x.key.cmp(&y.key))
@@ -234,10 +238,11 @@ pub fn resolve_baselines(cells: &[CellRecord]) -> Vec<Option<Baseline>> {
     };
     cells
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(ci, c)| {
             let model = c.cell.model.as_ref()?;
             if let Some(named) = &model.baseline {
-                let found = pick(c, &|b| model_of(b) == Some(named.as_str()) && is_ar_cell(b));
+                let found = pick(ci, &|b| model_of(b) == Some(named.as_str()) && is_ar_cell(b));
                 return Some(Baseline {
                     cell: found,
                     rule: match found {
@@ -252,19 +257,16 @@ pub fn resolve_baselines(cells: &[CellRecord]) -> Vec<Option<Baseline>> {
                 return None;
             }
             if let Some(i) =
-                pick(c, &|b| model_of(b) == Some(model.name.as_str()) && is_left_to_right(b))
+                pick(ci, &|b| model_of(b) == Some(model.name.as_str()) && is_left_to_right(b))
             {
                 return Some(Baseline {
                     cell: Some(i),
                     rule: format!("{}'s own left-to-right decoding", model.name),
                 });
             }
-            let mut ar_models: Vec<&str> = cells
-                .iter()
-                .filter(|b| {
-                    b.status == CellStatus::Ok && same_place(b, c) && is_ar_model_cell(b)
-                })
-                .filter_map(model_of)
+            let mut ar_models: Vec<&str> = same_place(ci)
+                .filter(|(_, b)| b.status == CellStatus::Ok && is_ar_model_cell(b))
+                .filter_map(|(_, b)| model_of(b))
                 .collect();
             ar_models.sort_unstable();
             ar_models.dedup();
@@ -274,7 +276,7 @@ pub fn resolve_baselines(cells: &[CellRecord]) -> Vec<Option<Baseline>> {
                     rule: "no left-to-right cell of this model and no AR model with this task, length, seed and batch size".into(),
                 },
                 [only] => Baseline {
-                    cell: pick(c, &|b| model_of(b) == Some(*only) && is_ar_model_cell(b)),
+                    cell: pick(ci, &|b| model_of(b) == Some(*only) && is_ar_model_cell(b)),
                     rule: format!("the suite's AR model {only}"),
                 },
                 several => Baseline {
