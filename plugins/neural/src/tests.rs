@@ -14,6 +14,17 @@ use rand_chacha::ChaCha8Rng;
 
 const VOCAB: usize = 5;
 
+/// The device the tests run on: `flex`, or the one `DLM_NEURAL_TEST_DEVICE` names (`.ci/run`
+/// runs them all again with `wgpu`, on Mesa's software Vulkan, in a build with that feature).
+fn test_device() -> Device {
+    crate::plugin::parse_device(device_name().as_deref())
+        .expect("DLM_NEURAL_TEST_DEVICE names a device this build of dlm-neural supports")
+}
+
+fn device_name() -> Option<String> {
+    std::env::var("DLM_NEURAL_TEST_DEVICE").ok()
+}
+
 fn task(vocab: usize, length: usize) -> TaskDescription {
     TaskDescription {
         label: format!("test chain (vocab {vocab})"),
@@ -88,7 +99,7 @@ fn random_tokens(n: usize, vocab: usize, mask_share: f64, seed: u64) -> Vec<u32>
 
 #[test]
 fn subs_never_puts_mass_on_mask_and_keeps_unmasked_tokens() {
-    let device = Device::flex();
+    let device = test_device();
     let (batch, length) = (3, 10);
     let net = sharpen(Transformer::new(
         ModelKind::Mdm,
@@ -158,7 +169,7 @@ fn subs_never_puts_mass_on_mask_and_keeps_unmasked_tokens() {
 
 #[test]
 fn one_optimizer_step_reduces_the_mdm_loss_on_a_fixed_batch() {
-    let device = Device::flex().autodiff();
+    let device = test_device().autodiff();
     let (batch, length) = (8, 12);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
@@ -179,7 +190,7 @@ fn one_optimizer_step_reduces_the_mdm_loss_on_a_fixed_batch() {
 
 #[test]
 fn one_optimizer_step_reduces_the_ar_loss_on_a_fixed_batch() {
-    let device = Device::flex().autodiff();
+    let device = test_device().autodiff();
     let (batch, length) = (8, 12);
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
@@ -200,7 +211,7 @@ fn one_optimizer_step_reduces_the_ar_loss_on_a_fixed_batch() {
 
 #[test]
 fn the_ar_model_is_causal_and_the_mdm_is_not() {
-    let device = Device::flex();
+    let device = test_device();
     let length = 8;
     for (kind, causal) in [(ModelKind::Ar, true), (ModelKind::Mdm, false)] {
         let net = sharpen(Transformer::new(kind, &tiny(length), VOCAB, 7, &device));
@@ -239,7 +250,7 @@ fn ar_request(batch: usize, length: usize, seed: u64) -> GenerateRequest {
 
 #[test]
 fn kv_cached_generation_matches_uncached_generation() {
-    let device = Device::flex();
+    let device = test_device();
     let (batch, length) = (3, 14);
     let net = sharpen(Transformer::new(
         ModelKind::Ar,
@@ -291,7 +302,7 @@ fn kv_cached_generation_matches_uncached_generation() {
 #[test]
 fn kv_cache_handles_several_positions_at_once() {
     // Feeding a prefix in one incremental call equals feeding it token by token.
-    let device = Device::flex();
+    let device = test_device();
     let length = 10;
     let net = sharpen(Transformer::new(
         ModelKind::Ar,
@@ -336,7 +347,7 @@ fn the_preallocated_kv_cache_matches_the_full_forward_and_clones_do_not_interfer
     // Token by token through a cache sized for the sequence, every position's logits equal the
     // full causal forward pass; a clone taken halfway shares the buffers until written, and
     // writing either one leaves the other intact.
-    let device = Device::flex();
+    let device = test_device();
     let (batch, length, half) = (2, 24, 11);
     let net = sharpen(Transformer::new(
         ModelKind::Ar,
@@ -401,7 +412,7 @@ fn the_preallocated_kv_cache_matches_the_full_forward_and_clones_do_not_interfer
 fn the_multi_draw_validation_elbo_is_far_less_noisy_than_one_draw() {
     // The same bound, estimated from one noise draw or from eight stratified ones per sequence,
     // over 24 seeds: same mean (within sampling error), a much smaller spread.
-    let device = Device::flex();
+    let device = test_device();
     let (batch, length) = (8, 16);
     let mut rng = ChaCha8Rng::seed_from_u64(31);
     let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
@@ -442,7 +453,7 @@ fn trained_checkpoint(kind: ModelKind) -> Checkpoint {
         &tiny(length),
         &t,
         &config,
-        &Device::flex(),
+        &test_device(),
         |b, _| Ok(chain_batch(b, length, VOCAB, &mut rng)),
         |_| {},
     )
@@ -452,7 +463,7 @@ fn trained_checkpoint(kind: ModelKind) -> Checkpoint {
 #[test]
 fn a_saved_and_reloaded_checkpoint_gives_identical_logits() {
     let dir = tempfile::tempdir().unwrap();
-    let device = Device::flex();
+    let device = test_device();
     for kind in [ModelKind::Mdm, ModelKind::Ar] {
         let ckpt = trained_checkpoint(kind);
         let path = dir.path().join(format!("{}.ckpt", kind.as_str()));
@@ -479,7 +490,7 @@ fn a_saved_and_reloaded_checkpoint_gives_identical_logits() {
 #[test]
 fn corrupted_or_mismatched_checkpoints_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let device = Device::flex();
+    let device = test_device();
     let ckpt = trained_checkpoint(ModelKind::Mdm);
     let path = dir.path().join("m.ckpt");
     ckpt.save(&path).unwrap();
@@ -569,7 +580,7 @@ fn a_tiny_training_run_learns_a_two_gram_chain() {
             &net,
             &t,
             &config,
-            &Device::flex(),
+            &test_device(),
             |b, _| Ok(chain_batch(b, length, vocab, &mut rng)),
             |p| {
                 steps = p.step;
@@ -580,7 +591,7 @@ fn a_tiny_training_run_learns_a_two_gram_chain() {
         .unwrap();
         assert_eq!(steps, 300);
         assert!(ckpt.header.final_loss.is_some());
-        let device = Device::flex();
+        let device = test_device();
         let untrained = Transformer::new(kind, &ckpt.header.identity.net, vocab, 17, &device);
         let before = train::evaluate(kind, &untrained, &validation, &[], 1, &device).unwrap();
         let after = train::evaluate(kind, &ckpt.net, &validation, &[], 1, &device).unwrap();
@@ -601,7 +612,7 @@ fn training_refuses_bad_data() {
             &tiny(8),
             &t,
             &config,
-            &Device::flex(),
+            &test_device(),
             move |_, _| Ok(seqs.clone()),
             |_| {},
         )
@@ -622,7 +633,14 @@ fn learning_rate_warms_up_then_decays() {
     assert!(c.learning_rate(99) < 1e-6);
 }
 
-fn open(name: &str, config: serde_json::Value, length: usize) -> dlm_sdk::Result<Box<dyn Model>> {
+fn open(
+    name: &str,
+    mut config: serde_json::Value,
+    length: usize,
+) -> dlm_sdk::Result<Box<dyn Model>> {
+    if let (Some(device), Some(map)) = (device_name(), config.as_object_mut()) {
+        map.entry("device").or_insert(device.into());
+    }
     NeuralPlugin::open_model(
         name,
         ModelOpenConfig {
@@ -765,7 +783,7 @@ fn mdm_noise_keeps_prompts_and_is_unchanged_without_them() {
 
 #[test]
 fn the_ar_loss_counts_only_completion_positions() {
-    let device = Device::flex();
+    let device = test_device();
     let (batch, length) = (4, 9);
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let x0: Vec<u32> = chain_batch(batch, length, VOCAB, &mut rng).concat();
@@ -780,4 +798,31 @@ fn the_ar_loss_counts_only_completion_positions() {
         (prompted - plain).abs() > 1e-6,
         "the prompt must be left out: {prompted} vs {plain}"
     );
+}
+
+/// The GPU path computes what the CPU path computes: one checkpoint's logits on `wgpu` (Mesa's
+/// software Vulkan in CI) and on `flex` agree up to `f32` rounding in a different order.
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_logits_match_flex() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = crate::plugin::parse_device(Some("wgpu")).unwrap();
+    for kind in [ModelKind::Mdm, ModelKind::Ar] {
+        let path = dir.path().join(format!("{}.ckpt", kind.as_str()));
+        trained_checkpoint(kind).save(&path).unwrap();
+        let tokens = random_tokens(32, VOCAB, 0.4, 17);
+        let logits = |d: &Device| {
+            let ckpt = Checkpoint::load(&path, None, d).unwrap();
+            to_host(ckpt.net.forward(tokens_tensor(&tokens, 4, 8, d)))
+        };
+        let (cpu, wgpu) = (logits(&Device::flex()), logits(&gpu));
+        assert_eq!(cpu.len(), wgpu.len());
+        let worst = cpu
+            .iter()
+            .zip(&wgpu)
+            .map(|(a, b)| (a - b).abs() / (1.0 + a.abs()))
+            .fold(0f32, f32::max);
+        eprintln!("{kind:?}: largest |flex − wgpu| / (1 + |flex|) = {worst:.2e}");
+        assert!(worst < 1e-4, "{kind:?}: logits differ by up to {worst}");
+    }
 }
