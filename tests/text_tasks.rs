@@ -133,19 +133,26 @@ fn gold_and_planted_replays_score_exactly() {
 }
 
 #[test]
-fn a_missing_replay_row_names_the_document() {
+fn missing_and_unknown_replay_rows_name_the_document_and_line() {
     let dir = scratch("text-tasks-missing");
     let problems = gsm8k_head(12);
-    let rows: Vec<(usize, String)> = problems
+    let all: Vec<(usize, String)> = problems
         .iter()
         .enumerate()
-        .filter(|(i, _)| *i != 4)
         .map(|(i, (_, a, _))| (i, format!(" {a}")))
         .collect();
-    write_replay(&dir.join("holes.jsonl"), &rows);
+    let holes: Vec<(usize, String)> = all.iter().filter(|(i, _)| *i != 4).cloned().collect();
+    write_replay(&dir.join("holes.jsonl"), &holes);
+    // Every row the task needs, plus two the task (limit 12: test-0 … test-11) does not have.
+    let mut strangers = all.clone();
+    strangers.push((12, " #### 1".into()));
+    strangers.push((5000, " #### 2".into()));
+    write_replay(&dir.join("strangers.jsonl"), &strangers);
     let models = format!(
-        "  - {{name: holes, plugin: dlm-replay, model: replay, config: {{path: {}, doc_id_prefix: test-}}}}",
-        dir.join("holes.jsonl").display()
+        "  - {{name: holes, plugin: dlm-replay, model: replay, config: {{path: {}, doc_id_prefix: test-}}}}
+  - {{name: strangers, plugin: dlm-replay, model: replay, config: {{path: {}, doc_id_prefix: test-}}}}",
+        dir.join("holes.jsonl").display(),
+        dir.join("strangers.jsonl").display()
     );
     let run_dir = dir.join("run");
     let out = command()
@@ -158,6 +165,15 @@ fn a_missing_replay_row_names_the_document() {
     let c = cell(&s, "gsm8k", "holes", None, None);
     let cause = c["cause"].as_str().unwrap();
     assert!(cause.contains("doc_id `4`"), "{cause}");
+    let c = cell(&s, "gsm8k", "strangers", None, None);
+    assert_eq!(c["status"], "failed", "{c}");
+    let cause = c["cause"].as_str().unwrap();
+    assert!(
+        cause.contains("2 row(s) name 2 doc_id(s) the task does not have")
+            && cause.contains("doc_id `12` on line 13")
+            && cause.contains("doc_id `5000` on line 14"),
+        "{cause}"
+    );
     // The reference row is unaffected.
     assert_eq!(cell(&s, "gsm8k", "reference", None, None)["status"], "ok");
 }

@@ -337,6 +337,11 @@ pub struct TextTaskInfo {
     /// `i mod prompts`. `None`: every sample gets a prompt of its own (a procedural task).
     #[serde(default)]
     pub prompts: Option<usize>,
+    /// The id of every prompt, in order, where the task has a fixed set of them (a dataset):
+    /// a model that replays generations made elsewhere refuses rows whose id the task does not
+    /// have. `None` for procedural tasks. Since API 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_ids: Option<Vec<String>>,
 }
 
 /// `task.prompts` request: the prompts of samples `first_index .. first_index + n`.

@@ -489,6 +489,7 @@ mod tests {
                 eos_id: Some(pieces.len() as u32),
                 stop: vec!["\n\n".into()],
                 prompts: None,
+                prompt_ids: None,
             }),
         }
     }

@@ -551,6 +551,7 @@ impl Task for CodeTask {
                 eos_id: None,
                 stop: self.benchmark.stop(),
                 prompts: Some(self.problems.len()),
+                prompt_ids: Some(self.problems.iter().map(|p| p.id.clone()).collect()),
             }),
         })
     }

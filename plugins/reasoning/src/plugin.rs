@@ -340,6 +340,11 @@ impl Task for Gsm8kTask {
                 eos_id: None,
                 stop: self.format.stop(),
                 prompts: Some(self.problems.len()),
+                prompt_ids: Some(
+                    (0..self.problems.len())
+                        .map(|i| format!("{}-{i}", self.split_name))
+                        .collect(),
+                ),
             }),
         })
     }
@@ -470,6 +475,7 @@ impl Task for ArithTask {
                 eos_id: Some(eos),
                 stop: Vec::new(),
                 prompts: None,
+                prompt_ids: None,
             }),
         })
     }

@@ -17,7 +17,9 @@
 //! that prompt's sample number `i div P`. Its row is the one with the prompt's id, that sample
 //! number and the cell's step count — the suite's `steps:` for the sampler `replay` select the
 //! file's step groups, one cell each; a file without step counts is read at any step count. A
-//! missing row is an error naming the document, sample and step count, never a silent gap.
+//! missing row is an error naming the document, sample and step count, never a silent gap; a
+//! row whose id the task does not have (its `prompt_ids`) is refused when the model opens,
+//! naming its line.
 //!
 //! Replayed generations carry no token counts, so tokens per forward and tokens/s are not
 //! measured (0); NFE and seconds are the file's where it gives them.
@@ -28,6 +30,7 @@ use dlm_sdk::{
     Result, SampleStats, SamplerInfo,
 };
 use serde::Deserialize;
+use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 
 /// The plugin: model `replay`.
@@ -105,9 +108,13 @@ impl ReplayModel {
             ))
         })?;
         let set = read(&config.path, format).map_err(|e| PluginError(e.to_string()))?;
+        let prefix = config.doc_id_prefix.unwrap_or_default();
+        if let Some(ids) = &text.prompt_ids {
+            check_known(&set, &prefix, ids)?;
+        }
         Ok(ReplayModel {
             set,
-            prefix: config.doc_id_prefix.unwrap_or_default(),
+            prefix,
             prompts: text.prompts,
         })
     }
@@ -132,6 +139,45 @@ impl ReplayModel {
             shown.join(", ")
         )))
     }
+}
+
+/// Every row must answer a prompt the task has (as `doc_id_prefix` + doc_id): a row for any
+/// other id would otherwise be left out without a word.
+fn check_known(set: &ReplaySet, prefix: &str, ids: &[String]) -> Result<()> {
+    let known: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let unknown: Vec<_> = set
+        .rows()
+        .iter()
+        .filter(|r| !known.contains(format!("{prefix}{}", r.doc_id).as_str()))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let docs: BTreeSet<&str> = unknown.iter().map(|r| r.doc_id.as_str()).collect();
+    let first: Vec<String> = unknown
+        .iter()
+        .take(5)
+        .map(|r| format!("doc_id `{}` on line {}", r.doc_id, r.line))
+        .collect();
+    let range = match (ids.first(), ids.last()) {
+        (Some(a), Some(b)) => format!("`{a}` … `{b}`"),
+        _ => "none".into(),
+    };
+    Err(PluginError(format!(
+        "replay file {}: {} row(s) name {} doc_id(s) the task does not have: {}{}. The task's {} \
+         prompt ids run {range} (doc_id_prefix `{prefix}` is put before the file's ids); check \
+         doc_id_prefix and the task's split and limit, or remove those rows",
+        set.path().display(),
+        unknown.len(),
+        docs.len(),
+        first.join(", "),
+        if unknown.len() > first.len() {
+            ", …"
+        } else {
+            ""
+        },
+        ids.len(),
+    )))
 }
 
 impl Model for ReplayModel {
