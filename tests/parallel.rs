@@ -3,19 +3,6 @@
 
 mod common;
 use common::*;
-use serde_json::Value;
-
-fn samples(dir: &std::path::Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    let mut rows: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    rows.sort_by(|a, b| {
-        (a["unit"].as_str(), a["index"].as_u64()).cmp(&(b["unit"].as_str(), b["index"].as_u64()))
-    });
-    rows
-}
 
 #[test]
 fn parallel_cells_give_the_same_results_as_one_at_a_time() {
@@ -39,7 +26,7 @@ fn parallel_cells_give_the_same_results_as_one_at_a_time() {
         "2 tasks × (reference + 3 ddpm_cache + left_to_right)"
     );
     assert_eq!(without_timings(&a), without_timings(&b));
-    assert_eq!(samples(&one), samples(&three));
+    assert_eq!(sorted_samples(&one), sorted_samples(&three));
 }
 
 #[test]

@@ -27,6 +27,12 @@ fn shard(dir: &Path, k: usize) -> PathBuf {
     out
 }
 
+fn merge_ok(out: &Path, shards: &[PathBuf]) {
+    let mut args = vec!["merge", out.to_str().unwrap()];
+    args.extend(shards.iter().map(|s| s.to_str().unwrap()));
+    run_ok(&args);
+}
+
 fn cells_in(dir: &Path) -> usize {
     summary(dir).len()
 }
@@ -82,10 +88,7 @@ fn shards_merge_into_the_single_machine_run() {
 
     // All three: the single run's summary, timings aside.
     let merged = dir.join("merged");
-    let mut args = vec!["merge", merged.to_str().unwrap()];
-    let names: Vec<String> = shards.iter().map(|s| s.display().to_string()).collect();
-    args.extend(names.iter().map(String::as_str));
-    run_ok(&args);
+    merge_ok(&merged, &shards);
     assert_eq!(
         without_timings(&summary(&merged)),
         without_timings(&summary(&single))
@@ -209,18 +212,6 @@ fn a_killed_shard_is_named_by_merge_and_its_rerun_completes_it() {
     );
 }
 
-fn sorted_samples(dir: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    let mut rows: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    rows.sort_by(|a, b| {
-        (a["unit"].as_str(), a["index"].as_u64()).cmp(&(b["unit"].as_str(), b["index"].as_u64()))
-    });
-    rows
-}
-
 /// `shard_samples`: large cells split by sample range, so that no shard waits on one huge
 /// cell. The parts spread over the shards, and merge joins them into the cells of a
 /// single-machine run: the same samples (same indices, tokens and scores) and the same summary.
@@ -276,10 +267,7 @@ fn cells_split_by_sample_range_merge_into_the_single_machine_run() {
         })
         .collect();
     let merged = dir.join("merged");
-    let mut args = vec!["merge", merged.to_str().unwrap()];
-    let names: Vec<String> = shards.iter().map(|s| s.display().to_string()).collect();
-    args.extend(names.iter().map(String::as_str));
-    run_ok(&args);
+    merge_ok(&merged, &shards);
     assert_eq!(
         without_timings(&summary(&merged)),
         without_timings(&summary(&single))

@@ -7,14 +7,6 @@ use std::path::Path;
 
 const SUITE: &str = "tests/suites/train-tiny.yaml";
 
-fn training_lines(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("training.jsonl"))
-        .expect("training.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn line<'a>(lines: &'a [serde_json::Value], key: &str) -> &'a serde_json::Value {
     lines
         .iter()

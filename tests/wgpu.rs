@@ -31,14 +31,6 @@ fn suite(device: &str, neural: &str) -> String {
     )
 }
 
-fn training(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("training.jsonl"))
-        .expect("training.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn samples(dir: &Path) -> Vec<(String, u64, Vec<u64>)> {
     let mut rows: Vec<(String, u64, Vec<u64>)> = std::fs::read_to_string(dir.join("samples.jsonl"))
         .unwrap()
@@ -94,7 +86,7 @@ fn a_tiny_suite_trains_and_samples_on_wgpu_as_on_flex() {
         runs.push(out);
     }
     // The training curves agree to f32 rounding: same initial weights, data and noise.
-    let (flex, wgpu) = (training(&runs[0]), training(&runs[1]));
+    let (flex, wgpu) = (training_lines(&runs[0]), training_lines(&runs[1]));
     for (a, b) in flex.iter().zip(&wgpu) {
         let curve = |l: &serde_json::Value| -> Vec<f64> {
             l["record"]["output"]["validation"]

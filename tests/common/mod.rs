@@ -95,3 +95,26 @@ pub fn without_timings(summary: &[serde_json::Value]) -> Vec<serde_json::Value> 
         })
         .collect()
 }
+
+/// A run's `samples.jsonl` rows, sorted by unit and sample index (cells finish in any order
+/// under `--jobs`, and a merge writes them in suite order).
+pub fn sorted_samples(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("samples.jsonl")).expect("samples.jsonl");
+    let mut rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a samples.jsonl row is JSON"))
+        .collect();
+    rows.sort_by(|a, b| {
+        (a["unit"].as_str(), a["index"].as_u64()).cmp(&(b["unit"].as_str(), b["index"].as_u64()))
+    });
+    rows
+}
+
+/// A run's `training.jsonl`: one line per model trained or reused.
+pub fn training_lines(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("training.jsonl"))
+        .expect("training.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a training.jsonl line is JSON"))
+        .collect()
+}
