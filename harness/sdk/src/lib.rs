@@ -39,11 +39,23 @@
 //!   collapse is never mistaken for a wrong answer;
 //! * training on a text task: sequences are prompt + reference completion + end-of-text padding,
 //!   and [`Model::train_step`] gets each prompt's length so the loss covers the completion only.
+//!
+//! A task may declare no vocabulary (GSM8K): then only a model that works on text can answer
+//! it, reading [`GenerateRequest::prompt_texts`] and replying with [`GenerateReply::texts`]
+//! (the harness still applies the stop strings and scores the texts). With the `tokenizers`
+//! feature, `tokenizer::HfTokenizer` reads a Hugging Face `tokenizer.json` (pure Rust, no
+//! network; errors name the file) and `tokenizer::TextModel` wraps any token-level model over
+//! that vocabulary: it encodes the prompts (no special tokens added), has the wrapped model
+//! fill the region after them as above, cuts each completion at the tokenizer's end-of-text
+//! token and the stop strings, decodes it, and counts only the completion's tokens as
+//! generated. Such a model is not trained by the harness.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod sampler;
+#[cfg(feature = "tokenizers")]
+pub mod tokenizer;
 
 /// The README's plugin example, compiled and run as a doctest so it stays true.
 #[doc = include_str!("../../../README.md")]

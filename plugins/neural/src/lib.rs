@@ -5,17 +5,20 @@
 //! * [`model`] — the network ([`Transformer`]), the SUBS output, the KV cache;
 //! * [`train`] — the MDLM and next-token losses and the training loop ([`train::train`]);
 //! * [`checkpoint`] — checkpoint files with a fingerprinted JSON header;
-//! * [`plugin`] — the `dlm-neural` plugin: models `mdm` (every SDK denoiser sampler) and `ar`.
+//! * [`plugin`] — the `dlm-neural` plugin: models `mdm` (every SDK denoiser sampler) and `ar`;
+//! * [`text`] — models that own a Hugging Face tokenizer and answer text tasks with text.
 //!
 //! Open configs: `{checkpoint: PATH, fingerprint?: HEX}` for a trained model, or
 //! `{init: cpu | paper | {hidden, layers, heads, ff_mult?, max_length?}, seed?}` for an untrained
-//! one (useful for timing); both take `device` (`flex` by default) and, for `ar`, `kv_cache`.
+//! one (useful for timing); both take `device` (`flex` by default), for `ar`, `kv_cache`, and
+//! `tokenizer: PATH` (with `eos_token?`) for a model whose vocabulary is a Hugging Face tokenizer's.
 
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
 pub mod model;
 pub mod plugin;
+pub mod text;
 pub mod train;
 
 pub use checkpoint::{Checkpoint, CheckpointHeader, ModelIdentity};
@@ -27,3 +30,5 @@ dlm_sdk::export_plugin!(plugin::NeuralPlugin);
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod text_tests;

@@ -4,6 +4,7 @@ use crate::checkpoint::{Checkpoint, CheckpointHeader, PLUGIN_NAME, PLUGIN_VERSIO
 use crate::model::{
     subs_log_probs, to_host, tokens_tensor, ArCache, ModelKind, NetConfig, Transformer,
 };
+use crate::text;
 use crate::train::{TrainConfig, Trainer};
 use burn::tensor::activation::softmax;
 use burn::tensor::Device;
@@ -38,6 +39,15 @@ pub struct OpenConfig {
     /// AR only: use the KV cache (default true); `false` re-runs the whole prefix per token.
     #[serde(default = "yes")]
     pub kv_cache: bool,
+    /// A Hugging Face `tokenizer.json`: the model's vocabulary is the tokenizer's and it
+    /// answers text tasks with text (prompts encoded, completions decoded). Not trainable by
+    /// the harness.
+    #[serde(default)]
+    pub tokenizer: Option<PathBuf>,
+    /// With `tokenizer`: the end-of-text token (default: the first of
+    /// [`dlm_sdk::tokenizer::EOS_NAMES`] in the vocabulary).
+    #[serde(default)]
+    pub eos_token: Option<String>,
 }
 
 fn yes() -> bool {
@@ -378,7 +388,8 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
         .map_err(|e| PluginError(format!("model config: {e}")))?;
     let device = parse_device(config.device.as_deref())?;
     let label = device_label(config.device.as_deref());
-    let task = &open.task.description;
+    let tokenizer = text::open_tokenizer(&config)?;
+    let task = &text::network_task(open, tokenizer.as_ref())?;
     if let Some(settings) = &open.train {
         return Ok(Box::new(TrainingModel::new(
             kind, &config, open, settings, device,
@@ -412,16 +423,24 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
         }
         None => open_checkpoint(kind, &config, task, &device)?,
     };
-    Ok(match kind {
-        ModelKind::Mdm => Box::new(DenoiserModel::new(MdmDenoiser {
-            net: ckpt.net,
-            device,
-            label,
-        })),
-        ModelKind::Ar => Box::new(AutoregressiveModel {
-            model: ArGenerator::new(ckpt.net, device, label, config.kv_cache),
-        }),
-    })
+    match kind {
+        ModelKind::Mdm => text::wrap(
+            DenoiserModel::new(MdmDenoiser {
+                net: ckpt.net,
+                device,
+                label,
+            }),
+            tokenizer,
+            open,
+        ),
+        ModelKind::Ar => text::wrap(
+            AutoregressiveModel {
+                model: ArGenerator::new(ckpt.net, device, label, config.kv_cache),
+            },
+            tokenizer,
+            open,
+        ),
+    }
 }
 
 /// Training options a suite's `train:` mapping may set for `dlm-neural` (the harness handles
@@ -581,15 +600,16 @@ impl Plugin for NeuralPlugin {
             dlm_sdk::denoiser_component(
                 "mdm",
                 "masked diffusion transformer (MDLM loss, SUBS parameterisation, no time conditioning); \
-                 config: {checkpoint: PATH} or {init: cpu | paper | {hidden, layers, heads}, seed}; \
-                 trainable by the harness (`train:`)",
+                 config: {checkpoint: PATH} or {init: cpu | paper | {hidden, layers, heads}, seed}, \
+                 optionally tokenizer: PATH (a Hugging Face tokenizer.json: text tasks answered with text) \
+                 and eos_token; trainable by the harness (`train:`) without a tokenizer",
                 false,
             )
             .with_capability("train"),
             ComponentInfo {
                 name: "ar".to_string(),
                 description: "autoregressive transformer of the same architecture with a KV cache; \
-                              config: {checkpoint: PATH} or {init: …, seed}"
+                              config: {checkpoint: PATH} or {init: …, seed}, optionally tokenizer: PATH and eos_token"
                     .to_string(),
                 capabilities: vec!["autoregressive".to_string(), "train".to_string()],
                 samplers: vec!["ar".to_string()],

@@ -1,0 +1,78 @@
+//! Models that own a Hugging Face tokenizer (`tokenizer: PATH` in the model config): the
+//! model's vocabulary is the tokenizer's (the MDM's mask id is its size), and on text tasks it
+//! answers with text through [`dlm_sdk::tokenizer::TextModel`]. Without a tokenizer a model
+//! needs a task with a vocabulary of its own.
+
+use crate::plugin::OpenConfig;
+use dlm_sdk::tokenizer::{HfTokenizer, TextModel};
+use dlm_sdk::{Model, ModelOpenConfig, PluginError, Result, TaskDescription};
+
+/// The tokenizer the config names, with its end-of-text token; `None` when it names none.
+/// A file that is missing or does not parse fails with the SDK's message, which names it.
+pub fn open_tokenizer(config: &OpenConfig) -> Result<Option<HfTokenizer>> {
+    let Some(path) = &config.tokenizer else {
+        if config.eos_token.is_some() {
+            return Err("`eos_token` applies with a `tokenizer: PATH` only".into());
+        }
+        return Ok(None);
+    };
+    let tokenizer = HfTokenizer::from_file(path)?;
+    Ok(Some(match &config.eos_token {
+        Some(token) => tokenizer.with_eos_token(token)?,
+        None => tokenizer,
+    }))
+}
+
+/// The task as the network sees it: with a tokenizer, the tokenizer's vocabulary (mask id =
+/// its size); without one, the task's own, which a text task without a vocabulary lacks.
+pub fn network_task(
+    open: &ModelOpenConfig,
+    tokenizer: Option<&HfTokenizer>,
+) -> Result<TaskDescription> {
+    let task = &open.task.description;
+    match tokenizer {
+        Some(tokenizer) => {
+            if open.train.is_some() {
+                return Err(PluginError(format!(
+                    "a model with its own tokenizer ({}) cannot be trained by the harness, which trains on a task's own vocabulary only; remove `train:` (or `tokenizer:`)",
+                    tokenizer.path().display()
+                )));
+            }
+            Ok(TaskDescription {
+                vocab_size: tokenizer.vocab_size(),
+                mask_id: tokenizer.vocab_size() as u32,
+                ..task.clone()
+            })
+        }
+        None => {
+            if task.text.as_ref().is_some_and(|t| t.vocabulary.is_none()) {
+                return Err(PluginError(format!(
+                    "task `{}` has no vocabulary of its own: give the model a tokenizer (`tokenizer: PATH` to a Hugging Face tokenizer.json)",
+                    task.label
+                )));
+            }
+            Ok(task.clone())
+        }
+    }
+}
+
+/// `model` as the harness sees it: answering with text when it owns a tokenizer.
+pub fn wrap<M: Model + 'static>(
+    model: M,
+    tokenizer: Option<HfTokenizer>,
+    open: &ModelOpenConfig,
+) -> Result<Box<dyn Model>> {
+    let Some(tokenizer) = tokenizer else {
+        return Ok(Box::new(model));
+    };
+    let stop = open
+        .task
+        .description
+        .text
+        .as_ref()
+        .map(|t| t.stop.clone())
+        .unwrap_or_default();
+    let text = TextModel::new(model, tokenizer, stop)
+        .map_err(|e| PluginError(format!("{e} (`eos_token` in the model config)")))?;
+    Ok(Box::new(text))
+}
