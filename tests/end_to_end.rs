@@ -127,7 +127,10 @@ fn list_and_describe_show_plugin_descriptors() {
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("dlm-formal 0.1.0 (plugin API 1.2)"),
+        stdout.contains(&format!(
+            "dlm-formal 0.1.0 (plugin API {})",
+            dlm_plugin_api::API_VERSION
+        )),
         "{stdout}"
     );
     assert!(stdout.contains("model oracle"), "{stdout}");

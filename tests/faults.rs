@@ -50,7 +50,11 @@ fn misbehaving_plugins_fail_only_their_cells() {
     );
     let wrong = cause("wrong-api");
     assert!(
-        wrong.contains("built against plugin API 2.0") && wrong.contains("speaks plugin API 1.2"),
+        wrong.contains("built against plugin API 2.0")
+            && wrong.contains(&format!(
+                "speaks plugin API {}",
+                dlm_plugin_api::API_VERSION
+            )),
         "{wrong}"
     );
     // The healthy model and the reference row finished with real results.
@@ -84,7 +88,9 @@ fn wrong_api_plugin_is_refused_before_any_call() {
         "{msg}"
     );
     assert!(
-        msg.contains("dlm-fixture-wrong-api") && msg.contains("2.0") && msg.contains("1.2"),
+        msg.contains("dlm-fixture-wrong-api")
+            && msg.contains("2.0")
+            && msg.contains(&dlm_plugin_api::API_VERSION.to_string()),
         "{msg}"
     );
     // A file that is not a plugin at all gets a clear error too.
