@@ -9,7 +9,7 @@
 //!
 //! Run with `cargo bench --bench sweep`. No plugin is loaded: neither step needs one.
 //!
-//! Figures (2 cores, other work running): plan 0.41–0.62 s; merge 20.2 s, of which summary
+//! Figures (2 cores, other work running): plan 0.39–0.63 s; merge 20.2 s, of which summary
 //! and report 11.3 s. Before grouping baseline candidates by place, choosing the AR baselines
 //! compared every cell with every other and the merge did not finish in 10 minutes; before
 //! `append_cells`, two fsyncs per cell made it 49 s.
