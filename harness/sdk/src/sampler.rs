@@ -86,13 +86,26 @@ pub fn sample_rng(seed: u64, index: u64) -> ChaCha8Rng {
 
 /// Draw an index from unnormalised non-negative weights, in f64 by inverse CDF.
 pub fn categorical<R: Rng + ?Sized>(weights: &[f64], rng: &mut R) -> Result<usize> {
+    check_weights(weights)?;
+    Ok(categorical_at(weights, rng.random::<f64>()))
+}
+
+fn check_weights(weights: &[f64]) -> Result<()> {
     let total: f64 = weights.iter().sum();
     if !(total.is_finite() && total > 0.0) || weights.iter().any(|&w| w < 0.0 || w.is_nan()) {
         return Err(PluginError(format!(
             "invalid distribution (sum {total}); a denoiser must return finite, non-negative probabilities with positive mass"
         )));
     }
-    let u: f64 = rng.random::<f64>() * total;
+    Ok(())
+}
+
+/// Inverse CDF at `u ∈ [0, 1)` of valid weights: the first index whose running sum exceeds
+/// `u · total`. Both sampler paths draw `u` from the sample's stream, so they agree except
+/// where rounding moves a category boundary across `u` (see `device`).
+fn categorical_at(weights: &[f64], u: f64) -> usize {
+    let total: f64 = weights.iter().sum();
+    let u = u * total;
     let mut acc = 0.0;
     let mut last_positive = 0;
     for (i, &w) in weights.iter().enumerate() {
@@ -100,12 +113,97 @@ pub fn categorical<R: Rng + ?Sized>(weights: &[f64], rng: &mut R) -> Result<usiz
             acc += w;
             last_positive = i;
             if u < acc {
-                return Ok(i);
+                return i;
             }
         }
     }
     // Rounding can leave u a hair above the running sum; the last positive entry is the answer.
-    Ok(last_positive)
+    last_positive
+}
+
+/// Which per-position scores a draw returns besides the tokens (only what the rule reads).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Want {
+    /// `p(x0)` of the drawn token under the untempered distribution.
+    pub confidence: bool,
+    /// Entropy of the untempered distribution (nats).
+    pub entropy: bool,
+    /// Largest probability.
+    pub max_prob: bool,
+    /// Largest minus second-largest probability.
+    pub margin: bool,
+}
+
+impl Want {
+    fn for_rule(rule: &str, params: &Params) -> Want {
+        match rule {
+            "low_confidence" | "threshold" | "factor" => Want {
+                confidence: true,
+                ..Want::default()
+            },
+            "eb" => Want {
+                entropy: true,
+                max_prob: params.proxy == Proxy::Confidence,
+                margin: params.proxy == Proxy::Margin,
+                ..Want::default()
+            },
+            _ => Want::default(),
+        }
+    }
+}
+
+/// Tokens drawn at the requested rows, in request order, with the scores asked for (the
+/// vectors of scores not asked for are empty).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Drawn {
+    pub tokens: Vec<u32>,
+    pub confidence: Vec<f64>,
+    pub entropy: Vec<f64>,
+    pub max_prob: Vec<f64>,
+    pub margin: Vec<f64>,
+}
+
+/// A draw that failed at request `at` (an index into the rows asked for).
+#[derive(Debug)]
+pub(crate) struct RowError {
+    pub at: usize,
+    pub message: String,
+}
+
+/// The host path's draw: rows of `probs` (`vocab` values each), shaped by the sampler's
+/// parameters and drawn by inverse CDF in f64 at the given uniforms.
+pub(crate) fn host_draw(
+    probs: &[f64],
+    vocab: usize,
+    rows: &[usize],
+    uniforms: &[f64],
+    params: &Params,
+    want: Want,
+) -> std::result::Result<Drawn, RowError> {
+    let mut scratch = Vec::with_capacity(vocab);
+    let mut drawn = Drawn::default();
+    for (at, (&row, &u)) in rows.iter().zip(uniforms).enumerate() {
+        let p = &probs[row * vocab..(row + 1) * vocab];
+        shape_distribution(p, params, &mut scratch);
+        check_weights(&scratch).map_err(|e| RowError { at, message: e.0 })?;
+        let x = categorical_at(&scratch, u);
+        drawn.tokens.push(x as u32);
+        if want.confidence {
+            drawn.confidence.push(p[x]);
+        }
+        if want.entropy {
+            drawn.entropy.push(entropy(p));
+        }
+        if want.max_prob {
+            drawn.max_prob.push(p.iter().cloned().fold(0.0, f64::max));
+        }
+        if want.margin {
+            let mut s: Vec<f64> = p.to_vec();
+            s.sort_by(|a, b| b.total_cmp(a));
+            drawn.margin.push(s[0] - s.get(1).copied().unwrap_or(0.0));
+        }
+    }
+    Ok(drawn)
 }
 
 /// A noise schedule as the clean-token probability `α(t)`, `α(0) = 1`, `α(1) ≈ 0`.
@@ -183,7 +281,7 @@ pub fn blocks(start: usize, length: usize, block_length: usize) -> Vec<Range<usi
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Proxy {
+pub(crate) enum Proxy {
     Entropy,
     Confidence,
     Margin,
@@ -191,15 +289,15 @@ enum Proxy {
 
 /// Sampler parameters with their defaults.
 #[derive(Debug, Clone)]
-struct Params {
-    temperature: f64,
-    top_k: Option<usize>,
-    top_p: Option<f64>,
-    block_length: Option<usize>,
-    tau: f64,
-    factor: f64,
-    gamma: f64,
-    proxy: Proxy,
+pub(crate) struct Params {
+    pub temperature: f64,
+    pub top_k: Option<usize>,
+    pub top_p: Option<f64>,
+    pub block_length: Option<usize>,
+    pub tau: f64,
+    pub factor: f64,
+    pub gamma: f64,
+    pub proxy: Proxy,
 }
 
 fn known_params(sampler: &str) -> &'static [&'static str] {
@@ -374,9 +472,87 @@ fn entropy(p: &[f64]) -> f64 {
         .sum()
 }
 
-/// Generate a batch with the sampler the request names.
+/// What the samplers need from a denoising network, wherever its output lives: one forward
+/// pass over the canvas, then draws (and scores) at chosen positions of that output. The host
+/// path keeps the output as f64 probabilities ([`Denoiser`]); the device path keeps logits as a
+/// Burn tensor on the model's device (`device::TensorDenoiser`, feature `burn`).
+pub(crate) trait DenoiseNet {
+    fn vocab_size(&self) -> usize;
+    fn time_conditioned(&self) -> bool;
+    fn device(&self) -> String;
+    /// Run the network on `tokens` (`batch × length`); later draws read this output.
+    fn forward(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()>;
+    /// Draw at output rows `rows` (`b · length + j`), `uniforms[i]` being row `i`'s draw.
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Params,
+        want: Want,
+    ) -> std::result::Result<Drawn, RowError>;
+    fn synchronize(&mut self);
+}
+
+/// The host path: a [`Denoiser`] writing f64 probabilities into a buffer.
+struct HostNet<'a, D: Denoiser + ?Sized> {
+    denoiser: &'a mut D,
+    probs: Vec<f64>,
+}
+
+impl<D: Denoiser + ?Sized> DenoiseNet for HostNet<'_, D> {
+    fn vocab_size(&self) -> usize {
+        self.denoiser.vocab_size()
+    }
+    fn time_conditioned(&self) -> bool {
+        self.denoiser.time_conditioned()
+    }
+    fn device(&self) -> String {
+        self.denoiser.device()
+    }
+    fn forward(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()> {
+        self.probs
+            .resize(batch * length * self.denoiser.vocab_size(), 0.0);
+        self.denoiser
+            .denoise(tokens, batch, length, t, &mut self.probs)
+    }
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Params,
+        want: Want,
+    ) -> std::result::Result<Drawn, RowError> {
+        host_draw(
+            &self.probs,
+            self.denoiser.vocab_size(),
+            rows,
+            uniforms,
+            params,
+            want,
+        )
+    }
+    fn synchronize(&mut self) {
+        self.denoiser.synchronize()
+    }
+}
+
+/// Generate a batch with the sampler the request names (host path: f64 distributions).
 pub fn generate<D: Denoiser + ?Sized>(
     denoiser: &mut D,
+    request: &GenerateRequest,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    generate_with(
+        &mut HostNet {
+            denoiser,
+            probs: Vec::new(),
+        },
+        request,
+    )
+}
+
+/// Every denoiser sampler, over either path.
+pub(crate) fn generate_with<N: DenoiseNet>(
+    net: &mut N,
     request: &GenerateRequest,
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
     let (batch, length) = (request.batch_size, request.length);
@@ -394,18 +570,16 @@ pub fn generate<D: Denoiser + ?Sized>(
         )));
     }
     let params = parse_params(&spec.name, &spec.params)?;
-    let vocab = denoiser.vocab_size();
+    let vocab = net.vocab_size();
     let mut canvas = Canvas::new(batch, length, vocab as u32, request.prompts.as_deref())?;
     let mut rngs: Vec<ChaCha8Rng> = (0..batch as u64)
         .map(|i| sample_rng(request.seed, request.first_index + i))
         .collect();
     let start = Instant::now();
     let mut run = Run {
-        denoiser,
-        probs: vec![0.0; batch * length * vocab],
+        net,
         batch_nfe: 0,
         sample_nfe: vec![0; batch],
-        vocab,
     };
     match spec.name.as_str() {
         "left_to_right" => {
@@ -427,7 +601,7 @@ pub fn generate<D: Denoiser + ?Sized>(
             match name {
                 "ddpm" | "ddpm_cache" => {
                     let cache = name == "ddpm_cache";
-                    if cache && run.denoiser.time_conditioned() {
+                    if cache && run.net.time_conditioned() {
                         return Err(PluginError(
                             "ddpm_cache reuses network outputs across time steps, which is only valid for a time-independent denoiser; this model is time-conditioned: use `ddpm`".into(),
                         ));
@@ -458,7 +632,7 @@ pub fn generate<D: Denoiser + ?Sized>(
             }
         }
     }
-    run.denoiser.synchronize();
+    run.net.synchronize();
     let wall_seconds = start.elapsed().as_secs_f64();
     if canvas.tokens.contains(&canvas.mask) {
         return Err(PluginError(format!(
@@ -480,7 +654,7 @@ pub fn generate<D: Denoiser + ?Sized>(
             samples,
             batch_nfe: run.batch_nfe,
             wall_seconds,
-            device: run.denoiser.device(),
+            device: run.net.device(),
             texts: None,
         },
     ))
@@ -539,46 +713,39 @@ impl Canvas {
     }
 }
 
-/// One generate call's state: the denoiser, its output buffer and the NFE counters.
-struct Run<'a, D: Denoiser + ?Sized> {
-    denoiser: &'a mut D,
-    probs: Vec<f64>,
+/// One generate call's state: the network and the NFE counters.
+struct Run<'a, N: DenoiseNet> {
+    net: &'a mut N,
     batch_nfe: u64,
     sample_nfe: Vec<u64>,
-    vocab: usize,
 }
 
-impl<D: Denoiser + ?Sized> Run<'_, D> {
+impl<N: DenoiseNet> Run<'_, N> {
     fn call(&mut self, canvas: &Canvas, t: f64) -> Result<()> {
-        self.denoiser.denoise(
-            &canvas.tokens,
-            canvas.batch,
-            canvas.length,
-            t,
-            &mut self.probs,
-        )?;
+        self.net
+            .forward(&canvas.tokens, canvas.batch, canvas.length, t)?;
         self.batch_nfe += 1;
         Ok(())
     }
 
-    fn dist(&self, canvas: &Canvas, b: usize, j: usize) -> &[f64] {
-        let at = b * canvas.length + j;
-        &self.probs[at * self.vocab..(at + 1) * self.vocab]
-    }
-
+    /// Draw at canvas positions `rows` (`b · length + j`) of the last forward's output.
     fn draw(
-        &self,
+        &mut self,
         canvas: &Canvas,
-        b: usize,
-        j: usize,
+        rows: &[usize],
+        uniforms: &[f64],
         params: &Params,
-        rng: &mut ChaCha8Rng,
-        scratch: &mut Vec<f64>,
-    ) -> Result<u32> {
-        shape_distribution(self.dist(canvas, b, j), params, scratch);
-        categorical(scratch, rng)
-            .map(|x| x as u32)
-            .map_err(|e| PluginError(format!("sample {b}, position {j}: {}", e.0)))
+        want: Want,
+    ) -> Result<Drawn> {
+        self.net.draw(rows, uniforms, params, want).map_err(|e| {
+            let row = rows[e.at];
+            PluginError(format!(
+                "sample {}, position {}: {}",
+                row / canvas.length,
+                row % canvas.length,
+                e.message
+            ))
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -592,17 +759,15 @@ impl<D: Denoiser + ?Sized> Run<'_, D> {
         cache: bool,
         params: &Params,
     ) -> Result<()> {
-        let batch = canvas.batch;
+        let (batch, length) = (canvas.batch, canvas.length);
         // Whether a sample's tokens changed since the network last saw them.
         let mut stale = vec![true; batch];
         let mut have_output = false;
-        let mut scratch = Vec::with_capacity(self.vocab);
         for i in 0..steps {
             let t = 1.0 - i as f64 / steps as f64;
             let s = 1.0 - (i + 1) as f64 / steps as f64;
-            let active: Vec<bool> = (0..batch)
-                .map(|b| !canvas.masked_in(b, &range).is_empty())
-                .collect();
+            let masked: Vec<Vec<usize>> = (0..batch).map(|b| canvas.masked_in(b, &range)).collect();
+            let active: Vec<bool> = masked.iter().map(|m| !m.is_empty()).collect();
             if !active.iter().any(|&a| a) {
                 break;
             }
@@ -616,18 +781,25 @@ impl<D: Denoiser + ?Sized> Run<'_, D> {
                     stale[b] = false;
                 }
             }
+            // Per sample, positions left to right: the unmask coin, then (if heads) the token's
+            // uniform — the stream order of one sample, whatever path draws the token.
             let p_unmask = schedule.unmask_probability(t, s);
-            for b in 0..batch {
-                if !active[b] {
-                    continue;
-                }
-                for j in canvas.masked_in(b, &range) {
+            let (mut rows, mut uniforms) = (Vec::new(), Vec::new());
+            for (b, positions) in masked.iter().enumerate() {
+                for &j in positions {
                     if rngs[b].random::<f64>() < p_unmask {
-                        let token = self.draw(canvas, b, j, params, &mut rngs[b], &mut scratch)?;
-                        canvas.tokens[b * canvas.length + j] = token;
-                        stale[b] = true;
+                        rows.push(b * length + j);
+                        uniforms.push(rngs[b].random::<f64>());
                     }
                 }
+            }
+            if rows.is_empty() {
+                continue;
+            }
+            let drawn = self.draw(canvas, &rows, &uniforms, params, Want::default())?;
+            for (&row, &token) in rows.iter().zip(&drawn.tokens) {
+                canvas.tokens[row] = token;
+                stale[row / length] = true;
             }
         }
         Ok(())
@@ -642,7 +814,7 @@ impl<D: Denoiser + ?Sized> Run<'_, D> {
         rule: &str,
         params: &Params,
     ) -> Result<()> {
-        let batch = canvas.batch;
+        let (batch, length) = (canvas.batch, canvas.length);
         // Per-step quotas of every row, transposed to step-major: step_quotas[k][b].
         let row_quotas: Vec<Vec<usize>> = (0..batch)
             .map(|b| quotas(canvas.masked_in(b, &range).len(), steps))
@@ -650,7 +822,7 @@ impl<D: Denoiser + ?Sized> Run<'_, D> {
         let step_quotas: Vec<Vec<usize>> = (0..steps)
             .map(|k| row_quotas.iter().map(|q| q[k]).collect())
             .collect();
-        let mut scratch = Vec::with_capacity(self.vocab);
+        let want = Want::for_rule(rule, params);
         for (k, quota_k) in step_quotas.iter().enumerate() {
             let masked: Vec<Vec<usize>> = (0..batch).map(|b| canvas.masked_in(b, &range)).collect();
             if masked.iter().all(Vec::is_empty) {
@@ -658,107 +830,32 @@ impl<D: Denoiser + ?Sized> Run<'_, D> {
             }
             let t = 1.0 - k as f64 / steps as f64;
             self.call(canvas, t)?;
-            for b in 0..batch {
-                let positions = &masked[b];
-                if positions.is_empty() {
+            // Draw x0 at every masked position of the block (fixed order), then score and select.
+            let (mut rows, mut uniforms) = (Vec::new(), Vec::new());
+            for (b, positions) in masked.iter().enumerate() {
+                for &j in positions {
+                    rows.push(b * length + j);
+                    uniforms.push(rngs[b].random::<f64>());
+                }
+            }
+            let drawn = self.draw(canvas, &rows, &uniforms, params, want)?;
+            let mut offset = 0;
+            for (b, positions) in masked.iter().enumerate() {
+                let n = positions.len();
+                if n == 0 {
                     continue;
                 }
                 self.sample_nfe[b] += 1;
-                // Draw x0 everywhere first (fixed order), then score and select.
-                let mut x0 = Vec::with_capacity(positions.len());
-                for &j in positions {
-                    x0.push(self.draw(canvas, b, j, params, &mut rngs[b], &mut scratch)?);
-                }
-                let quota = quota_k[b].min(positions.len());
-                let chosen =
-                    self.select(canvas, b, positions, &x0, quota, rule, params, &mut rngs[b]);
+                let span = offset..offset + n;
+                offset += n;
+                let quota = quota_k[b].min(n);
+                let chosen = select(&drawn, span.clone(), quota, rule, params, &mut rngs[b]);
                 for i in chosen {
-                    canvas.tokens[b * canvas.length + positions[i]] = x0[i];
+                    canvas.tokens[b * length + positions[i]] = drawn.tokens[span.start + i];
                 }
             }
         }
         Ok(())
-    }
-
-    /// Indices into `positions` to commit this step.
-    #[allow(clippy::too_many_arguments)]
-    fn select(
-        &self,
-        canvas: &Canvas,
-        b: usize,
-        positions: &[usize],
-        x0: &[u32],
-        quota: usize,
-        rule: &str,
-        params: &Params,
-        rng: &mut ChaCha8Rng,
-    ) -> Vec<usize> {
-        let n = positions.len();
-        let confidence = |i: usize| self.dist(canvas, b, positions[i])[x0[i] as usize];
-        // Ranking score (higher first) and how many the rule accepts beyond the quota.
-        let (score, accepted): (Vec<f64>, usize) = match rule {
-            "random" => ((0..n).map(|_| rng.random::<f64>()).collect(), 0),
-            "low_confidence" => ((0..n).map(confidence).collect(), 0),
-            "threshold" => {
-                let c: Vec<f64> = (0..n).map(confidence).collect();
-                let above = c.iter().filter(|&&x| x >= params.tau).count();
-                (c, above.max(1))
-            }
-            "factor" => {
-                let c: Vec<f64> = (0..n).map(confidence).collect();
-                let mut sorted = c.clone();
-                sorted.sort_by(|a, b| b.total_cmp(a));
-                let mut accept = 1;
-                for (k, &ck) in sorted.iter().enumerate().skip(1) {
-                    if ck >= 1.0 - params.factor / (k as f64 + 2.0) {
-                        accept = k + 1;
-                    } else {
-                        break;
-                    }
-                }
-                (c, accept)
-            }
-            "eb" => {
-                let dists: Vec<&[f64]> =
-                    (0..n).map(|i| self.dist(canvas, b, positions[i])).collect();
-                let h: Vec<f64> = dists.iter().map(|p| entropy(p)).collect();
-                let err: Vec<f64> = match params.proxy {
-                    Proxy::Entropy => h.clone(),
-                    Proxy::Confidence => dists
-                        .iter()
-                        .map(|p| -p.iter().cloned().fold(0.0, f64::max))
-                        .collect(),
-                    Proxy::Margin => dists
-                        .iter()
-                        .map(|p| {
-                            let mut s: Vec<f64> = p.to_vec();
-                            s.sort_by(|a, b| b.total_cmp(a));
-                            -(s[0] - s.get(1).copied().unwrap_or(0.0))
-                        })
-                        .collect(),
-                };
-                let mut order: Vec<usize> = (0..n).collect();
-                order.sort_by(|&a, &b| err[a].total_cmp(&err[b]).then(a.cmp(&b)));
-                let (mut sum, mut max, mut accept) = (0.0, 0.0f64, 0);
-                for &i in &order {
-                    sum += h[i];
-                    max = max.max(h[i]);
-                    if sum - max <= params.gamma {
-                        accept += 1;
-                    } else {
-                        break;
-                    }
-                }
-                // Rank by ascending error proxy.
-                (err.iter().map(|e| -e).collect(), accept.max(1))
-            }
-            _ => unreachable!("checked against SAMPLERS"),
-        };
-        let take = quota.max(accepted).min(n);
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
-        order.truncate(take);
-        order
     }
 
     fn left_to_right(
@@ -768,25 +865,88 @@ impl<D: Denoiser + ?Sized> Run<'_, D> {
         params: &Params,
     ) -> Result<()> {
         let (batch, length) = (canvas.batch, canvas.length);
-        let mut scratch = Vec::with_capacity(self.vocab);
         for j in 0..length {
-            let needs: Vec<bool> = (0..batch)
-                .map(|b| canvas.tokens[b * length + j] == canvas.mask)
+            let needs: Vec<usize> = (0..batch)
+                .filter(|&b| canvas.tokens[b * length + j] == canvas.mask)
                 .collect();
-            if !needs.iter().any(|&n| n) {
+            if needs.is_empty() {
                 continue; // a prompt position in every row
             }
             self.call(canvas, (length - j) as f64 / length as f64)?;
-            for b in 0..batch {
-                if needs[b] {
-                    let token = self.draw(canvas, b, j, params, &mut rngs[b], &mut scratch)?;
-                    canvas.tokens[b * length + j] = token;
-                    self.sample_nfe[b] += 1;
-                }
+            let rows: Vec<usize> = needs.iter().map(|&b| b * length + j).collect();
+            let uniforms: Vec<f64> = needs.iter().map(|&b| rngs[b].random::<f64>()).collect();
+            let drawn = self.draw(canvas, &rows, &uniforms, params, Want::default())?;
+            for (&row, &token) in rows.iter().zip(&drawn.tokens) {
+                canvas.tokens[row] = token;
+                self.sample_nfe[row / length] += 1;
             }
         }
         Ok(())
     }
+}
+
+/// Indices (into the sample's masked positions, `drawn[span]`) to commit this step.
+fn select(
+    drawn: &Drawn,
+    span: Range<usize>,
+    quota: usize,
+    rule: &str,
+    params: &Params,
+    rng: &mut ChaCha8Rng,
+) -> Vec<usize> {
+    let n = span.len();
+    // Ranking score (higher first) and how many the rule accepts beyond the quota.
+    let (score, accepted): (Vec<f64>, usize) = match rule {
+        "random" => ((0..n).map(|_| rng.random::<f64>()).collect(), 0),
+        "low_confidence" => (drawn.confidence[span].to_vec(), 0),
+        "threshold" => {
+            let c = drawn.confidence[span].to_vec();
+            let above = c.iter().filter(|&&x| x >= params.tau).count();
+            (c, above.max(1))
+        }
+        "factor" => {
+            let c = drawn.confidence[span].to_vec();
+            let mut sorted = c.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            let mut accept = 1;
+            for (k, &ck) in sorted.iter().enumerate().skip(1) {
+                if ck >= 1.0 - params.factor / (k as f64 + 2.0) {
+                    accept = k + 1;
+                } else {
+                    break;
+                }
+            }
+            (c, accept)
+        }
+        "eb" => {
+            let h = &drawn.entropy[span.clone()];
+            let err: Vec<f64> = match params.proxy {
+                Proxy::Entropy => h.to_vec(),
+                Proxy::Confidence => drawn.max_prob[span].iter().map(|m| -m).collect(),
+                Proxy::Margin => drawn.margin[span].iter().map(|m| -m).collect(),
+            };
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by(|&a, &b| err[a].total_cmp(&err[b]).then(a.cmp(&b)));
+            let (mut sum, mut max, mut accept) = (0.0, 0.0f64, 0);
+            for &i in &order {
+                sum += h[i];
+                max = max.max(h[i]);
+                if sum - max <= params.gamma {
+                    accept += 1;
+                } else {
+                    break;
+                }
+            }
+            // Rank by ascending error proxy.
+            (err.iter().map(|e| -e).collect(), accept.max(1))
+        }
+        _ => unreachable!("checked against SAMPLERS"),
+    };
+    let take = quota.max(accepted).min(n);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
+    order.truncate(take);
+    order
 }
 
 /// An autoregressive model: next-token distributions given the prefix.
@@ -825,9 +985,74 @@ impl<A: Autoregressive> crate::Model for AutoregressiveModel<A> {
     }
 }
 
+/// What `ar` needs from an autoregressive network, wherever its output lives (as
+/// [`DenoiseNet`] for denoisers): the next-token output of every row, then draws from it.
+pub(crate) trait NextNet {
+    fn vocab_size(&self) -> usize;
+    fn device(&self) -> String;
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()>;
+    fn next(&mut self, appended: Option<&[u32]>) -> Result<()>;
+    /// Draw at rows `rows` (batch rows) of the last `next` output.
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Params,
+    ) -> std::result::Result<Drawn, RowError>;
+    fn synchronize(&mut self);
+}
+
+/// The host path: an [`Autoregressive`] model writing f64 probabilities.
+struct HostNext<'a, A: Autoregressive + ?Sized> {
+    model: &'a mut A,
+    out: Vec<f64>,
+}
+
+impl<A: Autoregressive + ?Sized> NextNet for HostNext<'_, A> {
+    fn vocab_size(&self) -> usize {
+        self.model.vocab_size()
+    }
+    fn device(&self) -> String {
+        self.model.device()
+    }
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()> {
+        self.out = vec![0.0; batch * self.model.vocab_size()];
+        self.model.begin(batch, length)
+    }
+    fn next(&mut self, appended: Option<&[u32]>) -> Result<()> {
+        self.model.next(appended, &mut self.out)
+    }
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Params,
+    ) -> std::result::Result<Drawn, RowError> {
+        let vocab = self.model.vocab_size();
+        host_draw(&self.out, vocab, rows, uniforms, params, Want::default())
+    }
+    fn synchronize(&mut self) {
+        self.model.synchronize()
+    }
+}
+
 /// Ancestral sampling of an autoregressive model (`ar`; `steps` must equal the length).
 pub fn generate_ar<A: Autoregressive + ?Sized>(
     model: &mut A,
+    request: &GenerateRequest,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    generate_ar_with(
+        &mut HostNext {
+            model,
+            out: Vec::new(),
+        },
+        request,
+    )
+}
+
+/// `ar` over either path.
+pub(crate) fn generate_ar_with<N: NextNet>(
+    model: &mut N,
     request: &GenerateRequest,
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
     let (batch, length) = (request.batch_size, request.length);
@@ -855,8 +1080,6 @@ pub fn generate_ar<A: Autoregressive + ?Sized>(
         .collect();
     let start = Instant::now();
     model.begin(batch, length)?;
-    let mut out = vec![0.0; batch * vocab];
-    let mut scratch = Vec::with_capacity(vocab);
     let mut nfe = vec![0u64; batch];
     let mut batch_nfe = 0;
     for j in 0..length {
@@ -865,17 +1088,24 @@ pub fn generate_ar<A: Autoregressive + ?Sized>(
                 .map(|b| canvas.tokens[b * length + j - 1])
                 .collect()
         });
-        model.next(appended.as_deref(), &mut out)?;
+        model.next(appended.as_deref())?;
         batch_nfe += 1;
-        for b in 0..batch {
-            let at = b * length + j;
-            if canvas.tokens[at] != canvas.mask {
-                continue; // prompt token: fed, not sampled
-            }
-            shape_distribution(&out[b * vocab..(b + 1) * vocab], &params, &mut scratch);
-            canvas.tokens[at] = categorical(&scratch, &mut rngs[b])
-                .map_err(|e| PluginError(format!("sample {b}, position {j}: {}", e.0)))?
-                as u32;
+        // Prompt tokens are fed, not sampled.
+        let rows: Vec<usize> = (0..batch)
+            .filter(|&b| canvas.tokens[b * length + j] == canvas.mask)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let uniforms: Vec<f64> = rows.iter().map(|&b| rngs[b].random::<f64>()).collect();
+        let drawn = model.draw(&rows, &uniforms, &params).map_err(|e| {
+            PluginError(format!(
+                "sample {}, position {j}: {}",
+                rows[e.at], e.message
+            ))
+        })?;
+        for (&b, &token) in rows.iter().zip(&drawn.tokens) {
+            canvas.tokens[b * length + j] = token;
             nfe[b] += 1;
         }
     }
@@ -899,6 +1129,9 @@ pub fn generate_ar<A: Autoregressive + ?Sized>(
         },
     ))
 }
+
+#[cfg(feature = "burn")]
+pub mod device;
 
 #[cfg(test)]
 mod tests;

@@ -7,12 +7,14 @@ use crate::model::{
 use crate::text;
 use crate::train::{TrainConfig, Trainer};
 use burn::tensor::activation::softmax;
-use burn::tensor::Device;
-use dlm_sdk::sampler::{Autoregressive, AutoregressiveModel};
+use burn::tensor::{Device, Tensor};
+use dlm_sdk::sampler::device::{
+    TensorAutoregressive, TensorAutoregressiveModel, TensorDenoiser, TensorDenoiserModel,
+};
+use dlm_sdk::sampler::Autoregressive;
 use dlm_sdk::{
-    ComponentInfo, Denoiser, DenoiserModel, EvaluateReply, GenerateReply, GenerateRequest, Model,
-    ModelOpenConfig, Plugin, PluginError, Result, SaveReply, TaskDescription, TrainSettings,
-    TrainStepReply,
+    ComponentInfo, Denoiser, EvaluateReply, GenerateReply, GenerateRequest, Model, ModelOpenConfig,
+    Plugin, PluginError, Result, SaveReply, TaskDescription, TrainSettings, TrainStepReply,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -191,7 +193,8 @@ fn check_checkpoint(
     Ok(ckpt)
 }
 
-/// The MDM as a [`Denoiser`]: SUBS probabilities over the real tokens.
+/// The MDM: SUBS distributions over the real tokens, as a [`TensorDenoiser`] (the device path,
+/// used for sampling) and a [`Denoiser`] (the host path).
 pub struct MdmDenoiser {
     pub net: Transformer,
     pub device: Device,
@@ -199,8 +202,9 @@ pub struct MdmDenoiser {
 }
 
 impl MdmDenoiser {
-    /// Probabilities `batch × length × vocab` (row-major) of one forward pass.
-    pub fn probabilities(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Vec<f32>> {
+    /// SUBS log-probabilities over the real tokens, `[batch, length, vocab]`, of one forward
+    /// pass, on the model's device.
+    pub fn log_probs(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<3>> {
         let vocab = self.net.vocab;
         if tokens.len() != batch * length {
             return Err(PluginError(format!(
@@ -221,10 +225,43 @@ impl MdmDenoiser {
         }
         let xt = tokens_tensor(tokens, batch, length, &self.device);
         let logp = subs_log_probs(self.net.forward(xt.clone()), xt, vocab);
-        Ok(to_host(logp.narrow(2, 0, vocab).exp()))
+        Ok(logp.narrow(2, 0, vocab))
+    }
+
+    /// Probabilities `batch × length × vocab` (row-major) of one forward pass, on the host.
+    pub fn probabilities(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Vec<f32>> {
+        Ok(to_host(self.log_probs(tokens, batch, length)?.exp()))
     }
 }
 
+/// The device path, which `mdm` samples with: the log-probabilities stay on the device and
+/// only the drawn tokens and their scores come back.
+impl TensorDenoiser for MdmDenoiser {
+    fn vocab_size(&self) -> usize {
+        self.net.vocab
+    }
+
+    fn device(&self) -> String {
+        self.label.clone()
+    }
+
+    fn logits(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        _t: f64,
+    ) -> Result<Tensor<3>> {
+        self.log_probs(tokens, batch, length)
+    }
+
+    fn synchronize(&mut self) {
+        let _ = self.device.sync();
+    }
+}
+
+/// The host path (f64 copies of every distribution): the reference the device path is tested
+/// and benchmarked against.
 impl Denoiser for MdmDenoiser {
     fn vocab_size(&self) -> usize {
         self.net.vocab
@@ -294,39 +331,11 @@ impl ArGenerator {
     }
 }
 
-impl Autoregressive for ArGenerator {
-    fn vocab_size(&self) -> usize {
-        self.net.vocab
-    }
-
-    fn device(&self) -> String {
-        self.label.clone()
-    }
-
-    fn begin(&mut self, batch: usize, length: usize) -> Result<()> {
-        if length > self.net.max_length() {
-            return Err(PluginError(format!(
-                "length {length} exceeds the model's max_length {}",
-                self.net.max_length()
-            )));
-        }
-        self.batch = batch;
-        self.length = length;
-        self.cache = ArCache::with_capacity(length);
-        self.started = false;
-        self.prefix = vec![vec![self.net.vocab as u32]; batch];
-        Ok(())
-    }
-
-    fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()> {
+impl ArGenerator {
+    /// Append `appended` and return every row's next-token logits over the real tokens,
+    /// `[batch, vocab]`, on the device (the protocol of [`Autoregressive::next`]).
+    pub fn next_logits(&mut self, appended: Option<&[u32]>) -> Result<Tensor<2>> {
         let (batch, vocab) = (self.batch, self.net.vocab);
-        if out.len() != batch * vocab {
-            return Err(PluginError(format!(
-                "output buffer holds {} values, expected {}",
-                out.len(),
-                batch * vocab
-            )));
-        }
         let fed = self.prefix.first().map_or(0, Vec::len);
         let started = self.started;
         self.started = true;
@@ -369,7 +378,68 @@ impl Autoregressive for ArGenerator {
             let x = tokens_tensor(&flat, batch, n, &self.device);
             self.net.forward(x).narrow(1, n - 1, 1)
         };
-        let probs = to_host(softmax(logits.narrow(2, 0, vocab), 2));
+        Ok(logits.narrow(2, 0, vocab).reshape([batch, vocab]))
+    }
+}
+
+/// The device path, which `ar` samples with.
+impl TensorAutoregressive for ArGenerator {
+    fn vocab_size(&self) -> usize {
+        self.net.vocab
+    }
+
+    fn device(&self) -> String {
+        self.label.clone()
+    }
+
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()> {
+        Autoregressive::begin(self, batch, length)
+    }
+
+    fn next_logits(&mut self, appended: Option<&[u32]>) -> Result<Tensor<2>> {
+        ArGenerator::next_logits(self, appended)
+    }
+
+    fn synchronize(&mut self) {
+        let _ = self.device.sync();
+    }
+}
+
+/// The host path: the reference for tests and benchmarks.
+impl Autoregressive for ArGenerator {
+    fn vocab_size(&self) -> usize {
+        self.net.vocab
+    }
+
+    fn device(&self) -> String {
+        self.label.clone()
+    }
+
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()> {
+        if length > self.net.max_length() {
+            return Err(PluginError(format!(
+                "length {length} exceeds the model's max_length {}",
+                self.net.max_length()
+            )));
+        }
+        self.batch = batch;
+        self.length = length;
+        self.cache = ArCache::with_capacity(length);
+        self.started = false;
+        self.prefix = vec![vec![self.net.vocab as u32]; batch];
+        Ok(())
+    }
+
+    fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()> {
+        let (batch, vocab) = (self.batch, self.net.vocab);
+        if out.len() != batch * vocab {
+            return Err(PluginError(format!(
+                "output buffer holds {} values, expected {}",
+                out.len(),
+                batch * vocab
+            )));
+        }
+        let probs = to_host(softmax(self.next_logits(appended)?, 1));
         for (o, p) in out.iter_mut().zip(probs) {
             *o = p as f64;
         }
@@ -425,16 +495,18 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
     };
     match kind {
         ModelKind::Mdm => text::wrap(
-            DenoiserModel::new(MdmDenoiser {
-                net: ckpt.net,
-                device,
-                label,
-            }),
+            TensorDenoiserModel {
+                denoiser: MdmDenoiser {
+                    net: ckpt.net,
+                    device,
+                    label,
+                },
+            },
             tokenizer,
             open,
         ),
         ModelKind::Ar => text::wrap(
-            AutoregressiveModel {
+            TensorAutoregressiveModel {
                 model: ArGenerator::new(ckpt.net, device, label, config.kv_cache),
             },
             tokenizer,

@@ -5,16 +5,16 @@ use proptest::prelude::*;
 /// A first-order Markov chain whose exact conditional marginals are computed by
 /// forward–backward: a tiny exact denoiser. Where parallel steps have committed a
 /// zero-probability pair the conditional is undefined and this test oracle answers uniform.
-struct ChainOracle {
-    vocab: usize,
-    init: Vec<f64>,
-    trans: Vec<f64>,
-    time_conditioned: bool,
+pub(crate) struct ChainOracle {
+    pub vocab: usize,
+    pub init: Vec<f64>,
+    pub trans: Vec<f64>,
+    pub time_conditioned: bool,
 }
 
 impl ChainOracle {
     /// A chain with forbidden transitions (1→0 and 2→1).
-    fn pruned() -> Self {
+    pub fn pruned() -> Self {
         ChainOracle {
             vocab: 3,
             init: vec![0.5, 0.3, 0.2],
@@ -23,7 +23,7 @@ impl ChainOracle {
         }
     }
     /// A chain where every transition is possible (no zero-entropy conditionals).
-    fn full() -> Self {
+    pub fn full() -> Self {
         ChainOracle {
             vocab: 3,
             init: vec![0.5, 0.3, 0.2],
@@ -92,10 +92,10 @@ impl Denoiser for ChainOracle {
 
 /// The same chain as an autoregressive model with an incremental ("KV-cached") state: each
 /// `next` call only looks at the newly appended tokens.
-struct ChainAr {
-    chain: ChainOracle,
-    last: Vec<u32>,
-    calls: usize,
+pub(crate) struct ChainAr {
+    pub chain: ChainOracle,
+    pub last: Vec<u32>,
+    pub calls: usize,
 }
 
 impl Autoregressive for ChainAr {
@@ -124,7 +124,13 @@ impl Autoregressive for ChainAr {
     }
 }
 
-fn request(name: &str, steps: usize, batch: usize, length: usize, first: u64) -> GenerateRequest {
+pub(crate) fn request(
+    name: &str,
+    steps: usize,
+    batch: usize,
+    length: usize,
+    first: u64,
+) -> GenerateRequest {
     GenerateRequest {
         batch_size: batch,
         length,
@@ -141,13 +147,13 @@ fn request(name: &str, steps: usize, batch: usize, length: usize, first: u64) ->
     }
 }
 
-fn with_params(mut r: GenerateRequest, params: serde_json::Value) -> GenerateRequest {
+pub(crate) fn with_params(mut r: GenerateRequest, params: serde_json::Value) -> GenerateRequest {
     r.sampler.params = params.as_object().unwrap().clone().into_iter().collect();
     r
 }
 
 /// Chain probability of a sequence (0 if it uses a forbidden transition).
-fn chain_prob(c: &ChainOracle, s: &[u32]) -> f64 {
+pub(crate) fn chain_prob(c: &ChainOracle, s: &[u32]) -> f64 {
     let mut p = c.init[s[0] as usize];
     for w in s.windows(2) {
         p *= c.trans[w[0] as usize * c.vocab + w[1] as usize];
