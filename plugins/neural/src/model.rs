@@ -328,10 +328,15 @@ impl Block {
         };
         // softmax(q kᵀ / √d_h + bias) v over the strided views (the fused `attention` op
         // would first copy them into contiguous buffers, as large as the cache itself).
-        let scores = q
-            .matmul(keys.swap_dims(2, 3))
-            .mul_scalar(1.0 / (dh as f64).sqrt())
-            + bias;
+        let scores = if n == 1 {
+            // One query per row: keys · qᵀ, a matrix–vector product over the cache's rows as
+            // they lie in memory, instead of q · keysᵀ, whose transposed operand the gemm
+            // reads across a stride of d_h for every cached position.
+            keys.matmul(q.swap_dims(2, 3)).swap_dims(2, 3)
+        } else {
+            q.matmul(keys.swap_dims(2, 3))
+        };
+        let scores = scores.mul_scalar(1.0 / (dh as f64).sqrt()) + bias;
         let scores = if n > 1 {
             // Query i sits at absolute position past + i and may not see key j > past + i.
             let future: Vec<bool> = (0..n)
@@ -421,11 +426,28 @@ impl Transformer {
 
     /// Full forward pass (causal for the AR model): logits `[batch, len, vocab + 1]`.
     pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        self.output(self.hidden(tokens))
+    }
+
+    /// Full forward pass, logits of the real tokens only, `[batch, len, vocab]`: the head
+    /// without its mask/BOS column (which [`Transformer::forward`] suppresses), computed
+    /// straight into a contiguous tensor. At a text vocabulary, narrowing `forward`'s output
+    /// instead costs a copy of every logit and the suppression an addition over all of them.
+    pub fn forward_real(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        let v = self.vocab;
+        linear(
+            self.norm_out.forward(self.hidden(tokens)),
+            self.head.weight.val().narrow(1, 0, v),
+            Some(self.head.bias.val().narrow(0, 0, v)),
+        )
+    }
+
+    fn hidden(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
         let mut x = self.embed(tokens, 0);
         for block in &self.blocks {
             x = block.forward(x, self.causal);
         }
-        self.output(x)
+        x
     }
 
     /// Incremental causal forward pass: feeds `tokens: [batch, n]` at positions

@@ -7,7 +7,7 @@ use crate::model::{
 use crate::text;
 use crate::train::{TrainConfig, Trainer};
 use burn::tensor::activation::softmax;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use dlm_sdk::sampler::device::{
     TensorAutoregressive, TensorAutoregressiveModel, TensorDenoiser, TensorDenoiserModel,
 };
@@ -202,9 +202,7 @@ pub struct MdmDenoiser {
 }
 
 impl MdmDenoiser {
-    /// SUBS log-probabilities over the real tokens, `[batch, length, vocab]`, of one forward
-    /// pass, on the model's device.
-    pub fn log_probs(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<3>> {
+    fn input(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<2, Int>> {
         let vocab = self.net.vocab;
         if tokens.len() != batch * length {
             return Err(PluginError(format!(
@@ -223,9 +221,15 @@ impl MdmDenoiser {
                 "token id {bad} is outside 0..={vocab}"
             )));
         }
-        let xt = tokens_tensor(tokens, batch, length, &self.device);
-        let logp = subs_log_probs(self.net.forward(xt.clone()), xt, vocab);
-        Ok(logp.narrow(2, 0, vocab))
+        Ok(tokens_tensor(tokens, batch, length, &self.device))
+    }
+
+    /// SUBS log-probabilities over the real tokens, `[batch, length, vocab]`, of one forward
+    /// pass, on the model's device.
+    pub fn log_probs(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<3>> {
+        let xt = self.input(tokens, batch, length)?;
+        let logp = subs_log_probs(self.net.forward(xt.clone()), xt, self.net.vocab);
+        Ok(logp.narrow(2, 0, self.net.vocab))
     }
 
     /// Probabilities `batch × length × vocab` (row-major) of one forward pass, on the host.
@@ -245,6 +249,10 @@ impl TensorDenoiser for MdmDenoiser {
         self.label.clone()
     }
 
+    /// The network's logits without the mask token's: their softmax is SUBS's distribution at
+    /// every masked position (the mask suppressed), and the sampler reads no other rows, so
+    /// SUBS's carry-over of unmasked tokens (a `[batch, length, vocab]` one-hot, 1.6 GB at a
+    /// vocabulary of 50,257) is skipped.
     fn logits(
         &mut self,
         tokens: &[u32],
@@ -252,7 +260,8 @@ impl TensorDenoiser for MdmDenoiser {
         length: usize,
         _t: f64,
     ) -> Result<Tensor<3>> {
-        self.log_probs(tokens, batch, length)
+        let xt = self.input(tokens, batch, length)?;
+        Ok(self.net.forward_real(xt))
     }
 
     fn synchronize(&mut self) {

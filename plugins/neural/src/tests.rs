@@ -908,3 +908,30 @@ fn device_and_host_sampling_paths_agree() {
         "{same} of {total} positions agree"
     );
 }
+
+#[test]
+fn real_token_logits_are_the_full_forward_without_its_mask_column() {
+    let device = test_device();
+    let (batch, length) = (3, 10);
+    let net = sharpen(Transformer::new(
+        ModelKind::Mdm,
+        &tiny(length),
+        VOCAB,
+        4,
+        &device,
+    ));
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let ids: Vec<u32> = (0..batch * length)
+        .map(|_| rng.random_range(0..=VOCAB as u32))
+        .collect();
+    let x = tokens_tensor(&ids, batch, length, &device);
+    let full = to_host(net.forward(x.clone()).narrow(2, 0, VOCAB));
+    let real = to_host(net.forward_real(x));
+    assert_eq!(full.len(), real.len());
+    for (i, (a, b)) in full.iter().zip(&real).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-4 * a.abs().max(1.0),
+            "logit {i}: {a} vs {b}"
+        );
+    }
+}

@@ -24,7 +24,6 @@
 
 use super::{generate_ar_with, generate_with, DenoiseNet, Drawn, NextNet, Params, RowError, Want};
 use crate::{Denoiser, GenerateReply, GenerateRequest, Model, PluginError, Result};
-use burn::tensor::activation::{log_softmax, softmax};
 use burn::tensor::{Int, Tensor, TensorData};
 
 /// A denoising network whose output stays on its device: the device-path counterpart of
@@ -145,7 +144,7 @@ impl<D: TensorDenoiser> Denoiser for OnHost<D> {
         t: f64,
         out: &mut [f64],
     ) -> Result<()> {
-        let probs = softmax(self.0.logits(tokens, batch, length, t)?, 2);
+        let probs = probabilities(self.0.logits(tokens, batch, length, t)?);
         copy_to_host(probs, out)
     }
     fn synchronize(&mut self) {
@@ -164,7 +163,7 @@ impl<A: TensorAutoregressive> super::Autoregressive for OnHost<A> {
         self.0.begin(batch, length)
     }
     fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()> {
-        let probs = softmax(self.0.next_logits(appended)?, 1);
+        let probs = probabilities(self.0.next_logits(appended)?);
         copy_to_host(probs, out)
     }
     fn synchronize(&mut self) {
@@ -288,11 +287,73 @@ fn host_i64<const N: usize>(t: Tensor<N, Int>) -> Vec<i64> {
         .expect("an int tensor converts to i64")
 }
 
+/// `(z − max, exp(z − max), Σ exp(z − max))` along the last dimension: a distribution as
+/// unnormalised weights and their mass. `OnHost` normalises with the same operations, so both
+/// paths see bit-identical probabilities.
+fn unnormalised<const N: usize>(z: Tensor<N>) -> (Tensor<N>, Tensor<N>, Tensor<N>) {
+    let dims = z.dims();
+    let shifted = z.clone() - z.max_dim(N - 1).expand(dims);
+    let weights = shifted.clone().exp();
+    let mass = weights.clone().sum_dim(N - 1);
+    (shifted, weights, mass)
+}
+
+fn probabilities<const N: usize>(z: Tensor<N>) -> Tensor<N> {
+    let dims = z.dims();
+    let (_, weights, mass) = unnormalised(z);
+    weights.div(mass.expand(dims))
+}
+
+/// The largest f32 below 1 by two ulps: a uniform is capped here so that `u · total` stays below
+/// the row's total mass in f32, and the drawn index is always one with mass (the host's rule
+/// returns the last entry with mass when rounding leaves `u` past the end).
+const U_MAX: f32 = 1.0 - 2.0 * f32::EPSILON / 2.0;
+
 /// Draw one token at each of `rows` of `logits` (`[rows, vocab]`) on their device; see the
 /// module documentation. Two transfers come back: the token ids, and one float column per
 /// score asked for plus the row's total shaped mass (checked on the host: a row whose logits
 /// hold NaN or give no mass is an error, as on the host path).
+///
+/// The work is a handful of passes over the drawn rows' logits, since at a text vocabulary the
+/// sampler's cost is memory traffic: the running maximum, `exp(z − max)`, its running sum and
+/// one comparison against `u · total` draw the token; the probability of the drawn token, the
+/// largest probability (`1 / Σ exp(z − max)`), the margin and the entropy
+/// (`ln S − Σ w (z − max) / S`) reuse those unnormalised weights where the draw was untempered.
 pub(crate) fn device_draw(
+    logits: &Tensor<2>,
+    rows: &[usize],
+    uniforms: &[f64],
+    params: &Params,
+    want: Want,
+) -> std::result::Result<Drawn, RowError> {
+    let vocab = logits.dims()[1].max(1);
+    let chunk = (CHUNK_ELEMENTS / vocab).max(1);
+    if rows.len() <= chunk {
+        return draw_rows(logits, rows, uniforms, params, want);
+    }
+    let mut drawn = Drawn::default();
+    for (k, (rows, uniforms)) in rows.chunks(chunk).zip(uniforms.chunks(chunk)).enumerate() {
+        let part = draw_rows(logits, rows, uniforms, params, want).map_err(|e| RowError {
+            at: e.at + k * chunk,
+            message: e.message,
+        })?;
+        drawn.tokens.extend(part.tokens);
+        drawn.confidence.extend(part.confidence);
+        drawn.entropy.extend(part.entropy);
+        drawn.max_prob.extend(part.max_prob);
+        drawn.margin.extend(part.margin);
+    }
+    Ok(drawn)
+}
+
+/// Rows are drawn in chunks of at most this many logits (8 MB of f32). Each operation makes a
+/// tensor of the chunk's size; at a text vocabulary a whole step's rows would be gigabytes per
+/// operation, fresh pages from the kernel every time (on flex most of the time went to page
+/// faults), and the step's peak memory several times the logits. Rows are independent, so
+/// chunking changes no result.
+const CHUNK_ELEMENTS: usize = 1 << 21;
+
+fn draw_rows(
     logits: &Tensor<2>,
     rows: &[usize],
     uniforms: &[f64],
@@ -304,20 +365,37 @@ pub(crate) fn device_draw(
         return Ok(Drawn::default());
     }
     let device = logits.device();
-    let vocab = logits.dims()[1];
-    let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
-    let index = Tensor::<1, Int>::from_data(TensorData::new(index, [n]), &device);
-    let z = logits.clone().select(0, index); // [n, vocab]
+    let [all, vocab] = logits.dims();
+    let z = if n == all && rows.iter().enumerate().all(|(i, &r)| i == r) {
+        logits.clone() // every row, in order: no copy
+    } else {
+        let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+        let index = Tensor::<1, Int>::from_data(TensorData::new(index, [n]), &device);
+        logits.clone().select(0, index)
+    };
+    let truncated = params.top_k.is_some() || params.top_p.is_some();
+    // The untempered distribution as unnormalised weights `exp(z − max)` and their sum, made
+    // once and shared by the draw (when untempered and untruncated) and the scores.
+    let untempered = || unnormalised(z.clone());
+    let needs_scores = want.confidence || want.entropy || want.max_prob || want.margin;
+    let mut plain = None;
 
-    // Shape, then draw: `count` = how many running sums lie at or below u · total, which is
-    // the first index whose running sum exceeds it (the host's rule), capped at the last entry
-    // with mass (u · total can round up to the total).
+    // Shape, then draw: the number of running sums at or below u · total is the first index
+    // whose running sum exceeds it, which is the host's rule.
     let (tokens, check) = if params.temperature == 0.0 {
         let best = z.clone().argmax(1); // first index among ties, as the host's argmax
         (best, z.clone().max_dim(1))
     } else {
-        let mut w = softmax(z.clone().div_scalar(params.temperature), 1);
-        if params.top_k.is_some() || params.top_p.is_some() {
+        let mut w = if params.temperature == 1.0 {
+            let (shifted, weights, mass) = untempered();
+            let w = weights.clone();
+            plain = Some((shifted, weights, mass));
+            w
+        } else {
+            let zt = z.clone().div_scalar(params.temperature);
+            (zt.clone() - zt.max_dim(1).expand([n, vocab])).exp()
+        };
+        if truncated {
             let sorted = w.clone().sort_descending(1);
             let mut keep = Tensor::<2, Int>::full([n, 1], vocab as i64, &device);
             if let Some(k) = params.top_k {
@@ -325,7 +403,9 @@ pub(crate) fn device_draw(
             }
             if let Some(tp) = params.top_p {
                 // Entry m (in sorted order) is kept while the mass before it is below top_p.
-                let before = sorted.clone().cumsum(1) - sorted.clone();
+                let running = sorted.clone().cumsum(1);
+                let total = running.clone().narrow(1, vocab - 1, 1).expand([n, vocab]);
+                let before = (running - sorted.clone()).div(total);
                 let within = before.lower_elem(tp).int().sum_dim(1);
                 keep = keep.min_pair(within.clamp_min(1));
             }
@@ -341,45 +421,39 @@ pub(crate) fn device_draw(
             let kept = above + tied * tie_rank.lower_equal(needed).int();
             w = w.mask_fill(kept.equal_elem(0), 0.0);
         }
-        let running = w.clone().cumsum(1);
+        let running = w.cumsum(1);
         let total = running.clone().narrow(1, vocab - 1, 1); // [n, 1]
-        let u: Vec<f32> = uniforms.iter().map(|&u| u as f32).collect();
+        let u: Vec<f32> = uniforms.iter().map(|&u| (u as f32).min(U_MAX)).collect();
         let u = Tensor::<1>::from_data(TensorData::new(u, [n]), &device).reshape([n, 1]);
         let target = (u * total.clone()).expand([n, vocab]);
         let count = running.lower_equal(target).int().sum_dim(1);
-        let positions = Tensor::<1, Int>::arange(1..vocab as i64 + 1, &device)
-            .reshape([1, vocab])
-            .expand([n, vocab]);
-        let last_positive = w
-            .greater_elem(0.0)
-            .int()
-            .mul(positions)
-            .max_dim(1)
-            .sub_scalar(1);
-        // (clamped at 0 so a row without mass still indexes; the host check below refuses it)
-        (count.min_pair(last_positive).clamp_min(0), total)
+        // (capped at the last index so a row without mass still indexes; the host check below
+        // refuses it)
+        (count.clamp_max(vocab as i64 - 1), total)
     };
 
     let mut columns = vec![check];
-    let needs_probs = want.confidence || want.entropy || want.max_prob || want.margin;
-    if needs_probs {
-        let p = softmax(z.clone(), 1);
+    if needs_scores {
+        let (shifted, weights, mass) = plain.take().unwrap_or_else(untempered);
         if want.confidence {
-            columns.push(p.clone().gather(1, tokens.clone()));
+            // As `probabilities` computes it (w / S), so both paths rank the same values.
+            columns.push(weights.clone().gather(1, tokens.clone()).div(mass.clone()));
         }
         if want.entropy {
-            let plogp = (p.clone() * log_softmax(z, 1)).mask_fill(p.clone().equal_elem(0.0), 0.0);
-            columns.push(plogp.sum_dim(1).neg());
+            // H = ln S − Σ w (z − max) / S, with 0 · (−inf) read as 0.
+            let wz =
+                (weights.clone() * shifted.clone()).mask_fill(weights.clone().equal_elem(0.0), 0.0);
+            columns.push(mass.clone().log() - wz.sum_dim(1).div(mass.clone()));
         }
         if want.max_prob {
-            columns.push(p.clone().max_dim(1));
+            columns.push(mass.clone().recip());
         }
         if want.margin {
             if vocab >= 2 {
-                let top = p.topk(2, 1);
-                columns.push(top.clone().narrow(1, 0, 1) - top.narrow(1, 1, 1));
+                let top = weights.topk(2, 1);
+                columns.push((top.clone().narrow(1, 0, 1) - top.narrow(1, 1, 1)).div(mass));
             } else {
-                columns.push(p.max_dim(1));
+                columns.push(mass.recip());
             }
         }
     }
