@@ -1,0 +1,141 @@
+//! The `dlm-hf` plugin: model `checkpoint`, a LLaDA or Dream checkpoint folder answering text
+//! tasks through every SDK denoiser sampler.
+
+use crate::checkpoint::{parse_dtype, Checkpoint};
+use crate::error::HfError;
+use burn::tensor::Device;
+use dlm_sdk::tokenizer::TextModel;
+use dlm_sdk::{ComponentInfo, DenoiserModel, Model, ModelOpenConfig, Plugin, PluginError, Result};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// The plugin's name.
+pub const PLUGIN_NAME: &str = "dlm-hf";
+
+/// The model's `config` in a suite.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenConfig {
+    /// The checkpoint folder: config.json, model.safetensors (or shards with
+    /// model.safetensors.index.json) and tokenizer.json. A relative path is taken from the
+    /// directory dlm-bench runs in.
+    pub path: PathBuf,
+    /// Compute dtype: `f32` (default), `f16` or `bf16`; weights stored in another of the three
+    /// are converted as they load.
+    #[serde(default)]
+    pub dtype: Option<String>,
+    /// Compute device: `flex` (default; CPU), `cpu`, and with the Cargo features `wgpu`,
+    /// `cuda` / `cuda:N`.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// The end-of-text token (default: the first of [`dlm_sdk::tokenizer::EOS_NAMES`] in the
+    /// vocabulary).
+    #[serde(default)]
+    pub eos_token: Option<String>,
+}
+
+/// Parse a device name. GPU devices need the matching Cargo feature.
+pub fn parse_device(name: Option<&str>) -> std::result::Result<(Device, String), HfError> {
+    match name.unwrap_or("flex") {
+        "flex" | "cpu" => Ok((Device::flex(), "cpu".into())),
+        #[cfg(feature = "wgpu")]
+        "wgpu" => Ok((
+            Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
+            "wgpu".into(),
+        )),
+        #[cfg(feature = "cuda")]
+        "cuda" => Ok((Device::cuda(0), "cuda:0".into())),
+        #[cfg(feature = "cuda")]
+        s if s.starts_with("cuda:") => s[5..]
+            .parse::<usize>()
+            .map(|i| (Device::cuda(i), s.to_string()))
+            .map_err(|_| HfError::Setting(format!("bad CUDA device `{s}`"))),
+        other => Err(HfError::Setting(format!(
+            "unknown or unavailable device `{other}`: this build of dlm-hf supports flex{}{} \
+             (GPU backends are the Cargo features `wgpu` and `cuda`)",
+            if cfg!(feature = "wgpu") { ", wgpu" } else { "" },
+            if cfg!(feature = "cuda") {
+                ", cuda[:N]"
+            } else {
+                ""
+            },
+        ))),
+    }
+}
+
+/// Open model `checkpoint` for the task in `open`.
+pub fn open_checkpoint_model(open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
+    let config: OpenConfig = serde_json::from_value(open.config.clone()).map_err(|e| {
+        PluginError(format!(
+            "model config: {e} (dlm-hf's `checkpoint` takes path, dtype, device, eos_token)"
+        ))
+    })?;
+    if open.train.is_some() || open.checkpoint.is_some() {
+        return Err(
+            "dlm-hf's checkpoints are not trained by the harness; remove `train:` from the model"
+                .into(),
+        );
+    }
+    let task = &open.task.description;
+    let Some(text) = &task.text else {
+        return Err(PluginError(format!(
+            "task `{}` is not a text task; a Hugging Face checkpoint answers text tasks (gsm8k, arith, mbpp, …) with its own tokenizer",
+            task.label
+        )));
+    };
+    let (device, label) = parse_device(config.device.as_deref())?;
+    let dtype = parse_dtype(config.dtype.as_deref())?;
+    let ckpt = Checkpoint::open(
+        &config.path,
+        &device,
+        &label,
+        dtype,
+        config.eos_token.as_deref(),
+    )?;
+    let max = ckpt.denoiser.net.config.max_length;
+    if task.length > max {
+        return Err(PluginError(format!(
+            "the task's length {} exceeds the {} positions of {} (config.json); lower `lengths`",
+            task.length,
+            max,
+            config.path.display()
+        )));
+    }
+    let model = TextModel::new(
+        DenoiserModel::new(ckpt.denoiser),
+        ckpt.tokenizer,
+        text.stop.clone(),
+    )
+    .map_err(|e| PluginError(format!("{e} (`eos_token` in the model config)")))?;
+    Ok(Box::new(model))
+}
+
+/// The plugin.
+pub struct HfPlugin;
+
+impl Plugin for HfPlugin {
+    const NAME: &'static str = PLUGIN_NAME;
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DESCRIPTION: &'static str =
+        "Hugging Face checkpoints of diffusion LLMs (LLaDA, Dream) with their tokenizers, on Burn";
+    const HAS_MODELS: bool = true;
+
+    fn models() -> Vec<ComponentInfo> {
+        vec![dlm_sdk::denoiser_component(
+            "checkpoint",
+            "a LLaDA (LLaDAModelLM) or Dream (DreamModel) checkpoint folder: config.json, \
+             safetensors weights, tokenizer.json; config: {path: DIR, dtype?: f32|f16|bf16, \
+             device?: flex|wgpu|cuda[:N], eos_token?}; answers text tasks with text",
+            false,
+        )]
+    }
+
+    fn open_model(name: &str, open: ModelOpenConfig) -> Result<Box<dyn Model>> {
+        match name {
+            "checkpoint" => open_checkpoint_model(&open),
+            other => Err(PluginError(format!(
+                "plugin `{PLUGIN_NAME}` provides the model `checkpoint`, not `{other}`"
+            ))),
+        }
+    }
+}
