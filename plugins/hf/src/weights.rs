@@ -214,13 +214,16 @@ impl WeightStore {
             let names: Vec<&str> = past_end.iter().map(|(_, n)| n.as_str()).take(3).collect();
             return Err(fail(format!(
                 "{size} bytes, but its header describes {}: the file is cut short (an interrupted download?); \
-                 tensor `{}`{} lie past its end; download it again",
+                 {} `{}`{} past its end; download it again",
                 data_start + expected_end as u64,
+                if past_end.len() == 1 { "tensor" } else { "tensors" },
                 names.join("`, `"),
                 if past_end.len() > names.len() {
-                    format!(" and {} more", past_end.len() - names.len())
+                    format!(" and {} more lie", past_end.len() - names.len())
+                } else if past_end.len() == 1 {
+                    " lies".to_string()
                 } else {
-                    String::new()
+                    " lie".to_string()
                 }
             )));
         }

@@ -61,3 +61,72 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()))
 }
+
+/// A copy of fixture `name` in a fresh temporary directory (removed on drop).
+pub fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(fixture(name)).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    dir
+}
+
+/// One tensor of a safetensors file: name, dtype, shape, little-endian bytes.
+pub type RawTensor = (String, safetensors::Dtype, Vec<usize>, Vec<u8>);
+
+/// Every tensor of the safetensors file at `path`, sorted by name.
+pub fn read_tensors(path: &std::path::Path) -> Vec<RawTensor> {
+    let bytes = std::fs::read(path).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut out: Vec<RawTensor> = file
+        .tensors()
+        .into_iter()
+        .map(|(n, v)| (n, v.dtype(), v.shape().to_vec(), v.data().to_vec()))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Write `tensors` as a safetensors file at `path`.
+pub fn write_tensors(path: &std::path::Path, tensors: &[RawTensor]) {
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .map(|(n, d, s, b)| {
+            (
+                n.clone(),
+                safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap(),
+            )
+        })
+        .collect();
+    std::fs::write(path, safetensors::serialize(views, None).unwrap()).unwrap();
+}
+
+/// f32 little-endian bytes → bf16 (round to nearest even).
+pub fn f32_to_bf16_bytes(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .chunks_exact(4)
+        .flat_map(|c| {
+            let bits = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            let rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+            (rounded as u16).to_le_bytes()
+        })
+        .collect()
+}
+
+/// Open checkpoint folder `dir` on flex in `dtype`; the error's message on failure.
+pub fn open(dir: &std::path::Path, dtype: burn::tensor::DType) -> Result<Checkpoint, String> {
+    Checkpoint::open(dir, &Device::flex(), "cpu", dtype, None).map_err(|e| e.to_string())
+}
+
+/// The logits of `ckpt` for the fixture's reference input.
+pub fn reference_logits(ckpt: &Checkpoint, reference: &Reference) -> Vec<f32> {
+    let [batch, length, _] = reference.shape;
+    let net = &ckpt.denoiser.net;
+    to_host(
+        net.forward(
+            net.ids_tensor(&reference.flat_ids(), batch, length)
+                .unwrap(),
+        ),
+    )
+}
