@@ -19,7 +19,7 @@ use crate::config::Architecture;
 use crate::error::{HfError, Result};
 use crate::model::Network;
 use burn::tensor::activation::softmax;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{FloatDType, Tensor, TensorData};
 use dlm_sdk::{Denoiser, PluginError};
 
 /// A LLaDA or Dream checkpoint answering the SDK's denoiser calls.
@@ -108,7 +108,8 @@ impl CheckpointDenoiser {
 
     /// Probabilities `batch × length × vocab()` (row-major, f32) of one forward pass.
     pub fn probabilities(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Vec<f32>> {
-        let probs = softmax(self.logits(tokens, batch, length)?, 2);
+        // The softmax in f32 whatever the compute dtype.
+        let probs = softmax(self.logits(tokens, batch, length)?.cast(FloatDType::F32), 2);
         probs
             .into_data_as::<f32>()
             .try_into_vec::<f32>()

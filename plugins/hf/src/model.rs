@@ -23,7 +23,7 @@ use crate::weights::WeightStore;
 use burn::tensor::activation::silu;
 use burn::tensor::module::{attention, embedding, linear};
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
 
 /// A dense layer `y = x Wᵀ + b` with `W` as Hugging Face stores it, `[out, in]`.
 #[derive(Debug, Clone)]
@@ -292,9 +292,12 @@ fn load_linear(
     })
 }
 
-/// `x · rsqrt(mean(x²) + eps) · weight` over the last dimension.
+/// `x · rsqrt(mean(x²) + eps) · weight` over the last dimension, normalised in f32 and cast
+/// back before the weight, as the reference code does in half precision.
 fn rms_norm(x: Tensor<3>, weight: &Tensor<1>, eps: f64) -> Tensor<3> {
     let h = weight.dims()[0];
+    let dtype = x.dtype();
+    let x = x.cast(FloatDType::F32);
     let inv_rms = x
         .clone()
         .square()
@@ -302,7 +305,18 @@ fn rms_norm(x: Tensor<3>, weight: &Tensor<1>, eps: f64) -> Tensor<3> {
         .add_scalar(eps)
         .sqrt()
         .recip();
-    x * inv_rms * weight.clone().reshape([1, 1, h])
+    let normed = (x * inv_rms).cast(float_dtype(dtype));
+    normed * weight.clone().reshape([1, 1, h])
+}
+
+/// The float dtype of a float tensor's [`DType`].
+fn float_dtype(dtype: DType) -> FloatDType {
+    match dtype {
+        DType::F16 => FloatDType::F16,
+        DType::BF16 => FloatDType::BF16,
+        DType::F64 => FloatDType::F64,
+        _ => FloatDType::F32,
+    }
 }
 
 /// RoPE's cos and sin tables `[1, 1, length, head_dim]`, in the dtype and on the device of
