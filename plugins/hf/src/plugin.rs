@@ -5,7 +5,10 @@ use crate::checkpoint::{parse_dtype, Checkpoint};
 use crate::error::HfError;
 use burn::tensor::Device;
 use dlm_sdk::tokenizer::TextModel;
-use dlm_sdk::{ComponentInfo, DenoiserModel, Model, ModelOpenConfig, Plugin, PluginError, Result};
+use dlm_sdk::{
+    ComponentInfo, DenoiserModel, GenerateRequest, Model, ModelOpenConfig, Plugin, PluginError,
+    Result,
+};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -32,6 +35,47 @@ pub struct OpenConfig {
     /// vocabulary).
     #[serde(default)]
     pub eos_token: Option<String>,
+    /// LLaDA's `gen_length`: every batch gets a completion region of exactly this many tokens
+    /// after its longest prompt (with `batch_size: 1`, after each prompt), whatever the suite's
+    /// `lengths`, which then only labels the cells. Without it the region is what the cell's
+    /// length leaves after each prompt.
+    #[serde(default)]
+    pub generation_length: Option<usize>,
+}
+
+/// A text model whose completion region is `tokens` long after the longest prompt of each
+/// batch (`generation_length`).
+pub struct FixedGeneration<M: Model> {
+    pub inner: TextModel<M>,
+    pub tokens: usize,
+    /// The checkpoint's maximum number of positions.
+    pub max_length: usize,
+}
+
+impl<M: Model> Model for FixedGeneration<M> {
+    fn generate(
+        &mut self,
+        request: &GenerateRequest,
+    ) -> Result<(Vec<Vec<u32>>, dlm_sdk::GenerateReply)> {
+        let Some(prompts) = &request.prompt_texts else {
+            return self.inner.generate(request);
+        };
+        let mut longest = 0;
+        for p in prompts {
+            longest = longest.max(self.inner.tokenizer.encode(&p.text)?.len());
+        }
+        let length = longest + self.tokens;
+        if length > self.max_length {
+            return Err(PluginError(format!(
+                "the longest prompt of the batch ({longest} tokens) plus generation_length {} exceeds the checkpoint's {} positions",
+                self.tokens, self.max_length
+            )));
+        }
+        self.inner.generate(&GenerateRequest {
+            length,
+            ..request.clone()
+        })
+    }
 }
 
 /// Parse a device name. GPU devices need the matching Cargo feature.
@@ -67,7 +111,7 @@ pub fn parse_device(name: Option<&str>) -> std::result::Result<(Device, String),
 pub fn open_checkpoint_model(open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
     let config: OpenConfig = serde_json::from_value(open.config.clone()).map_err(|e| {
         PluginError(format!(
-            "model config: {e} (dlm-hf's `checkpoint` takes path, dtype, device, eos_token)"
+            "model config: {e} (dlm-hf's `checkpoint` takes path, dtype, device, eos_token, generation_length)"
         ))
     })?;
     if open.train.is_some() || open.checkpoint.is_some() {
@@ -93,7 +137,7 @@ pub fn open_checkpoint_model(open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
         config.eos_token.as_deref(),
     )?;
     let max = ckpt.denoiser.net.config.max_length;
-    if task.length > max {
+    if task.length > max && config.generation_length.is_none() {
         return Err(PluginError(format!(
             "the task's length {} exceeds the {} positions of {} (config.json); lower `lengths`",
             task.length,
@@ -107,7 +151,15 @@ pub fn open_checkpoint_model(open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
         text.stop.clone(),
     )
     .map_err(|e| PluginError(format!("{e} (`eos_token` in the model config)")))?;
-    Ok(Box::new(model))
+    match config.generation_length {
+        None => Ok(Box::new(model)),
+        Some(0) => Err("generation_length must be at least 1".into()),
+        Some(tokens) => Ok(Box::new(FixedGeneration {
+            inner: model,
+            tokens,
+            max_length: max,
+        })),
+    }
 }
 
 /// The plugin.
@@ -125,7 +177,7 @@ impl Plugin for HfPlugin {
             "checkpoint",
             "a LLaDA (LLaDAModelLM) or Dream (DreamModel) checkpoint folder: config.json, \
              safetensors weights, tokenizer.json; config: {path: DIR, dtype?: f32|f16|bf16, \
-             device?: flex|wgpu|cuda[:N], eos_token?}; answers text tasks with text",
+             device?: flex|wgpu|cuda[:N], eos_token?, generation_length?}; answers text tasks with text",
             false,
         )]
     }

@@ -186,3 +186,44 @@ fn the_plugin_refuses_what_it_cannot_run() {
         .to_string();
     assert!(e.contains("`checkpoint`"), "{e}");
 }
+
+/// `generation_length` (LLaDA's `gen_length`): the region after the batch's longest prompt is
+/// exactly that long, whatever the request's length. With more steps than positions,
+/// `low_confidence` commits one token per call, so a sample's NFE is its region's size:
+/// `generation_length` for the longest prompt, and more by the difference for shorter ones.
+#[test]
+fn generation_length_fixes_the_completion_region() {
+    const GENERATE: usize = 12;
+    let path = fixture("dream-tiny");
+    let config = json!({"path": path, "generation_length": GENERATE});
+    // The cell's length (8) is shorter than the prompts: only the generation length counts.
+    let mut model = HfPlugin::open_model("checkpoint", open_config(config, text_task(8))).unwrap();
+    let mut req = request("low_confidence", 256, json!({}));
+    req.length = 8;
+    let (_, reply) = model.generate(&req).unwrap();
+    let tok = load("dream-tiny").tokenizer;
+    let lengths: Vec<usize> = PROMPTS
+        .iter()
+        .map(|p| tok.encode(p).unwrap().len())
+        .collect();
+    let longest = *lengths.iter().max().unwrap();
+    for (stats, len) in reply.samples.iter().zip(&lengths) {
+        assert_eq!(stats.nfe as usize, GENERATE + longest - len, "{stats:?}");
+    }
+    let e = HfPlugin::open_model(
+        "checkpoint",
+        open_config(
+            json!({"path": path, "generation_length": 5000}),
+            text_task(8),
+        ),
+    )
+    .unwrap()
+    .generate(&req)
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("generation_length 5000") && e.contains("2048"),
+        "{e}"
+    );
+}
