@@ -71,8 +71,14 @@ impl<M: Model> Model for FixedGeneration<M> {
                 self.tokens, self.max_length
             )));
         }
+        let mut sampler = request.sampler.clone();
+        if dlm_sdk::sampler::info(&sampler.name).one_step_per_token {
+            // One position per step: the step count follows the length it decodes.
+            sampler.steps = length;
+        }
         self.inner.generate(&GenerateRequest {
             length,
+            sampler,
             ..request.clone()
         })
     }

@@ -210,6 +210,14 @@ fn generation_length_fixes_the_completion_region() {
     for (stats, len) in reply.samples.iter().zip(&lengths) {
         assert_eq!(stats.nfe as usize, GENERATE + longest - len, "{stats:?}");
     }
+    // One position per step: left to right takes as many steps as the region has positions,
+    // whatever the steps the cell's length implied.
+    let mut l2r = request("left_to_right", 8, json!({}));
+    l2r.length = 8;
+    let (_, reply) = model.generate(&l2r).unwrap();
+    for (stats, len) in reply.samples.iter().zip(&lengths) {
+        assert_eq!(stats.nfe as usize, GENERATE + longest - len, "{stats:?}");
+    }
     let e = HfPlugin::open_model(
         "checkpoint",
         open_config(
