@@ -38,6 +38,7 @@ rerun with the same package versions writes the same files (reference.json recor
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -50,7 +51,7 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 EOS = "<|endoftext|>"
-MASK = {"llada": "<|mdm_mask|>", "dream": "<|mask|>"}
+MASK = {"llada": "<|mdm_mask|>", "dream": "<|mask|>", "qwen2": "<|im_start|>"}
 BPE_VOCAB = 480  # learned tokens; the special tokens follow (480: end-of-text, 481: mask, 482: spare)
 EMBEDDING_ROWS = 512  # padded past the tokenizer, as the real checkpoints are
 
@@ -316,6 +317,49 @@ def dream_forward(c, w, ids, causal=False):
     return F.linear(x, w["lm_head.weight"])
 
 
+# ----------------------------------------------------------------------------- Qwen2 (AR)
+
+
+def qwen2_config(vocab_rows, mask_id, eos_id):
+    """An autoregressive Qwen2 checkpoint of Dream's size (Dream is Qwen2 made bidirectional)."""
+    del mask_id
+    config = dream_config(vocab_rows, None, eos_id)
+    config.update(
+        architectures=["Qwen2ForCausalLM"],
+        model_type="qwen2",
+        use_cache=True,
+    )
+    del config["mask_token_id"]
+    return config
+
+
+_QWEN2 = {}
+
+
+def qwen2_forward(c, w, ids):
+    """transformers' own Qwen2ForCausalLM: the reference implementation itself."""
+    import transformers
+
+    if id(w) in _QWEN2:
+        with torch.no_grad():
+            return _QWEN2[id(w)](input_ids=ids).logits
+
+    hf = transformers.Qwen2Config(
+        vocab_size=c["vocab_size"], hidden_size=c["hidden_size"], intermediate_size=c["intermediate_size"],
+        num_hidden_layers=c["num_hidden_layers"], num_attention_heads=c["num_attention_heads"],
+        num_key_value_heads=c["num_key_value_heads"], rms_norm_eps=c["rms_norm_eps"],
+        rope_theta=c["rope_theta"], max_position_embeddings=c["max_position_embeddings"],
+        tie_word_embeddings=False, hidden_act="silu", use_sliding_window=False,
+    )
+    model = transformers.Qwen2ForCausalLM(hf)
+    missing, unexpected = model.load_state_dict(w, strict=False)
+    assert not unexpected and all("rotary" in m for m in missing), (missing, unexpected)
+    model.eval()
+    _QWEN2[id(w)] = model
+    with torch.no_grad():
+        return model(input_ids=ids).logits
+
+
 # ----------------------------------------------------------------------------- cross-check
 
 
@@ -372,8 +416,9 @@ def check_against_transformers(arch, config, weights, ids):
 # ----------------------------------------------------------------------------- writing
 
 
-def reference_ids(tok, mask_id):
-    """Two 12-token rows: a GSM8K-like prompt, a few positions replaced by the mask token."""
+def reference_ids(tok, mask_id, masked=True):
+    """Two 12-token rows: a GSM8K-like prompt, a few positions replaced by the mask token
+    (none for an autoregressive model)."""
     rows = []
     for text, masked in [
         ("Natalia sold 48 clips in April and half as many in May.", [3, 7, 8, 11]),
@@ -381,7 +426,7 @@ def reference_ids(tok, mask_id):
     ]:
         ids = tok.encode(text).ids[:12]
         assert len(ids) == 12, (text, len(ids))
-        for m in masked:
+        for m in masked if mask_id is not None else []:
             ids[m] = mask_id
         rows.append(ids)
     return rows
@@ -390,9 +435,12 @@ def reference_ids(tok, mask_id):
 def write_fixture(out, arch, tok, seed, check=False):
     mask_token = MASK[arch]
     mask_id, eos_id = tok.token_to_id(mask_token), tok.token_to_id(EOS)
+    if arch == "qwen2":
+        mask_id = None  # an autoregressive model: no mask token
     make_config, make_weights, forward = {
         "llada": (llada_config, llada_weights, llada_forward),
         "dream": (dream_config, dream_weights, dream_forward),
+        "qwen2": (qwen2_config, dream_weights, qwen2_forward),
     }[arch]
     config = make_config(EMBEDDING_ROWS, mask_id, eos_id)
     gen = torch.Generator().manual_seed(seed)
@@ -400,7 +448,7 @@ def write_fixture(out, arch, tok, seed, check=False):
     ids = torch.tensor(reference_ids(tok, mask_id))
     with torch.no_grad():
         logits = forward(config, weights, ids)
-    if check:
+    if check and arch != "qwen2":
         check_against_transformers(arch, config, weights, ids)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
@@ -409,9 +457,14 @@ def write_fixture(out, arch, tok, seed, check=False):
     save_file(weights, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     tok.save(os.path.join(out, "tokenizer.json"))
     reference = {
-        "about": f"logits of the PyTorch {arch} forward pass in tools/hf-fixtures/make_fixtures.py "
-        "(raw network output, before any shift) for input_ids, which hold the checkpoint's own ids "
-        "(mask_token_id where masked)",
+        "about": (
+            "logits of transformers' Qwen2ForCausalLM (causal) for input_ids"
+            if arch == "qwen2"
+            else f"logits of the PyTorch {arch} forward pass in tools/hf-fixtures/make_fixtures.py "
+            "(raw network output, before any shift) for input_ids, which hold the checkpoint's own "
+            "ids (mask_token_id where masked)"
+        ),
+        "transformers": importlib.import_module("transformers").__version__ if arch == "qwen2" else None,
         "torch": torch.__version__,
         "seed": seed,
         "mask_token_id": mask_id,
@@ -444,7 +497,10 @@ def main():
     )
     args = ap.parse_args()
     torch.manual_seed(0)
-    for arch, seed in [("llada", 1), ("dream", 2)]:
+    for arch, seed in [("llada", 1), ("dream", 2), ("qwen2", 3)]:
+        if arch == "qwen2" and importlib.util.find_spec("transformers") is None:
+            print("qwen2: skipped (its reference is transformers' Qwen2ForCausalLM: pip install transformers)")
+            continue
         tok = train_tokenizer(args.data, MASK[arch])
         write_fixture(os.path.join(args.out, f"{arch}-tiny"), arch, tok, seed, args.check_transformers)
 

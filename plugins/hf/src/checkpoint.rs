@@ -1,6 +1,7 @@
 //! A checkpoint folder as published on the Hugging Face hub: `config.json`, the safetensors
 //! weights (one file or shards with `model.safetensors.index.json`) and `tokenizer.json`.
 
+use crate::ar::CheckpointGenerator;
 use crate::config::{Architecture, ModelConfig};
 use crate::denoiser::CheckpointDenoiser;
 use crate::error::{HfError, Result};
@@ -43,15 +44,97 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Load checkpoint folder `dir` onto `device` in `dtype`. `eos_token` names the
-    /// end-of-text token when the tokenizer's is not one of the SDK's usual names.
-    /// `device_label` is recorded with timings.
+    /// Load the diffusion checkpoint folder `dir` (LLaDA, Dream) onto `device` in `dtype`.
+    /// `eos_token` names the end-of-text token when the tokenizer's is not one of the SDK's
+    /// usual names. `device_label` is recorded with timings.
     pub fn open(
         dir: &Path,
         device: &Device,
         device_label: &str,
         dtype: DType,
         eos_token: Option<&str>,
+    ) -> Result<Self> {
+        let parts = Parts::load(dir, device, dtype, eos_token, false)?;
+        let mask = mask_token_id(&parts.net.config, &parts.tokenizer, dir)?;
+        let denoiser = CheckpointDenoiser::new(
+            parts.net,
+            parts.tokenizer.vocab_size(),
+            mask,
+            device_label.to_string(),
+        )
+        .map_err(|e| in_config(dir, e))?;
+        Ok(Checkpoint {
+            dir: dir.to_path_buf(),
+            denoiser,
+            tokenizer: parts.tokenizer,
+            stats: parts.stats,
+        })
+    }
+}
+
+/// A loaded autoregressive checkpoint (LLaMA, Qwen2): the generator and the tokenizer.
+pub struct ArCheckpoint {
+    pub dir: PathBuf,
+    pub generator: CheckpointGenerator,
+    pub tokenizer: HfTokenizer,
+    pub stats: LoadStats,
+}
+
+impl ArCheckpoint {
+    /// Load the autoregressive checkpoint folder `dir` (see [`Checkpoint::open`]).
+    pub fn open(
+        dir: &Path,
+        device: &Device,
+        device_label: &str,
+        dtype: DType,
+        eos_token: Option<&str>,
+    ) -> Result<Self> {
+        let parts = Parts::load(dir, device, dtype, eos_token, true)?;
+        let bos = match parts.net.config.architecture {
+            Architecture::Llama => parts.net.config.bos_token_id,
+            _ => None,
+        };
+        let generator = CheckpointGenerator::new(
+            parts.net,
+            parts.tokenizer.vocab_size(),
+            bos,
+            device_label.to_string(),
+        )
+        .map_err(|e| in_config(dir, e))?;
+        Ok(ArCheckpoint {
+            dir: dir.to_path_buf(),
+            generator,
+            tokenizer: parts.tokenizer,
+            stats: parts.stats,
+        })
+    }
+}
+
+/// A bad pairing of weights and tokenizer, reported against the folder's config.json.
+fn in_config(dir: &Path, e: HfError) -> HfError {
+    match e {
+        HfError::Input(message) => HfError::Config {
+            path: dir.join("config.json"),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// What both kinds of checkpoint load: the network and the tokenizer.
+struct Parts {
+    net: Network,
+    tokenizer: HfTokenizer,
+    stats: LoadStats,
+}
+
+impl Parts {
+    fn load(
+        dir: &Path,
+        device: &Device,
+        dtype: DType,
+        eos_token: Option<&str>,
+        autoregressive: bool,
     ) -> Result<Self> {
         if !dir.is_dir() {
             return Err(HfError::Io {
@@ -62,10 +145,30 @@ impl Checkpoint {
                 ),
             });
         }
-        let config = ModelConfig::from_file(&dir.join("config.json"))?;
+        let config_path = dir.join("config.json");
+        let config = ModelConfig::from_file(&config_path)?;
+        let name = config.architecture.hf_name();
+        match (config.architecture.is_autoregressive(), autoregressive) {
+            (true, false) => {
+                return Err(HfError::Config {
+                    path: config_path,
+                    message: format!(
+                        "{name} is an autoregressive model: open it as dlm-hf's model `ar-checkpoint` (sampler `ar`)"
+                    ),
+                })
+            }
+            (false, true) => {
+                return Err(HfError::Config {
+                    path: config_path,
+                    message: format!(
+                        "{name} is a diffusion model: open it as dlm-hf's model `checkpoint`"
+                    ),
+                })
+            }
+            _ => {}
+        }
         // The tokenizer first: it is cheap, and a folder without one fails before gigabytes load.
         let tokenizer = open_tokenizer(dir, eos_token)?;
-        let mask = mask_token_id(&config, &tokenizer, dir)?;
         let mut weights = WeightStore::open(dir)?;
         let elements = parameter_count(&config);
         let net = Network::load(config, &mut weights, device, dtype)?;
@@ -73,18 +176,8 @@ impl Checkpoint {
             largest_tensor_bytes: weights.largest_read(),
             device_bytes: elements * dtype.size(),
         };
-        let denoiser =
-            CheckpointDenoiser::new(net, tokenizer.vocab_size(), mask, device_label.to_string())
-                .map_err(|e| match e {
-                    HfError::Input(m) => HfError::Config {
-                        path: dir.to_path_buf(),
-                        message: m,
-                    },
-                    other => other,
-                })?;
-        Ok(Checkpoint {
-            dir: dir.to_path_buf(),
-            denoiser,
+        Ok(Parts {
+            net,
             tokenizer,
             stats,
         })
@@ -125,7 +218,7 @@ fn mask_token_id(config: &ModelConfig, tokenizer: &HfTokenizer, dir: &Path) -> R
                 MASK_NAMES.join(", "),
                 match config.architecture {
                     Architecture::Llada => "LLaDA",
-                    Architecture::Dream => "Dream",
+                    _ => "Dream",
                 }
             ),
         })

@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// The architectures this plugin runs (`architectures[0]` in config.json).
-pub const SUPPORTED: &str = "LLaDAModelLM (LLaDA) and DreamModel (Dream)";
+pub const SUPPORTED: &str = "LLaDAModelLM (LLaDA) and DreamModel (Dream) as diffusion models, \
+                             LlamaForCausalLM and Qwen2ForCausalLM as autoregressive ones";
 
 /// Which network the checkpoint holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +18,10 @@ pub enum Architecture {
     Llada,
     /// Dream (`DreamModel`): Qwen2 layers with bidirectional attention, logits shifted by one.
     Dream,
+    /// LLaMA (`LlamaForCausalLM`): causal, autoregressive.
+    Llama,
+    /// Qwen2 (`Qwen2ForCausalLM`): causal, autoregressive, q/k/v biases.
+    Qwen2,
 }
 
 impl Architecture {
@@ -25,7 +30,14 @@ impl Architecture {
         match self {
             Architecture::Llada => "LLaDAModelLM",
             Architecture::Dream => "DreamModel",
+            Architecture::Llama => "LlamaForCausalLM",
+            Architecture::Qwen2 => "Qwen2ForCausalLM",
         }
+    }
+
+    /// Whether the network is autoregressive (causal attention, next-token logits).
+    pub fn is_autoregressive(self) -> bool {
+        matches!(self, Architecture::Llama | Architecture::Qwen2)
     }
 }
 
@@ -48,6 +60,8 @@ pub struct ModelConfig {
     pub rope_theta: f64,
     /// The mask token's id in the checkpoint's vocabulary, when config.json gives it.
     pub mask_token_id: Option<u32>,
+    /// The beginning-of-sequence token (`bos_token_id`), when config.json gives it.
+    pub bos_token_id: Option<u32>,
     /// q/k/v projections carry biases (Qwen2, LLaDA's `include_qkv_bias`).
     pub qkv_bias: bool,
     /// The output head is the embedding table (`weight_tying`, `tie_word_embeddings`).
@@ -96,6 +110,8 @@ impl ModelConfig {
         let config = match name.as_str() {
             "LLaDAModelLM" | "LLaDAModel" | "llada" => fields.llada()?,
             "DreamModel" | "Dream" => fields.dream()?,
+            "LlamaForCausalLM" | "llama" => fields.causal(Architecture::Llama)?,
+            "Qwen2ForCausalLM" | "qwen2" => fields.causal(Architecture::Qwen2)?,
             _ => {
                 return Err(HfError::UnsupportedArchitecture {
                     path: path.to_path_buf(),
@@ -244,12 +260,14 @@ impl Fields {
         }
     }
 
-    fn mask_token_id(&self) -> Result<Option<u32>> {
-        match self.get("mask_token_id") {
+    fn token_id(&self, key: &str) -> Result<Option<u32>> {
+        match self.get(key) {
             None => Ok(None),
             Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
                 Some(n) => Ok(Some(n)),
-                None => self.err(format!("`mask_token_id` should be a token id, found {v}")),
+                // Some configs list several (e.g. Llama 3.1's eos); only single ids are used.
+                None if v.is_array() => Ok(None),
+                None => self.err(format!("`{key}` should be a token id, found {v}")),
             },
         }
     }
@@ -313,13 +331,39 @@ impl Fields {
             vocab_rows,
             rms_norm_eps: self.f64_or("rms_norm_eps", 1e-5)?,
             rope_theta: self.f64_or("rope_theta", 10_000.0)?,
-            mask_token_id: self.mask_token_id()?,
+            mask_token_id: self.token_id("mask_token_id")?,
+            bos_token_id: self.token_id("bos_token_id")?,
             qkv_bias: self.bool_or("include_qkv_bias", false)?,
             tied_embeddings: self.bool_or("weight_tying", false)?,
             scale_embeddings: self.bool_or("input_emb_norm", false)?,
             scale_logits: self.bool_or("scale_logits", false)?,
             max_length: self.usize_or("max_sequence_length", 4096)?,
         })
+    }
+
+    /// A LLaMA or Qwen2 causal LM (`LlamaConfig`, `Qwen2Config`).
+    fn causal(&self, architecture: Architecture) -> Result<ModelConfig> {
+        use serde_json::json;
+        let mut config = self.dream()?;
+        self.expect("mlp_bias", json!(false), "bias-free MLPs")?;
+        let hidden = config.hidden;
+        if let Some(d) = self.get("head_dim") {
+            if d.as_u64() != Some((hidden / config.heads) as u64) {
+                return self.err(format!(
+                    "`head_dim: {d}` is not supported: dlm-hf implements head_dim = hidden_size / num_attention_heads"
+                ));
+            }
+        }
+        config.architecture = architecture;
+        config.qkv_bias = match architecture {
+            Architecture::Llama => self.bool_or("attention_bias", false)?,
+            _ => true,
+        };
+        if architecture == Architecture::Llama {
+            config.rms_norm_eps = self.f64_or("rms_norm_eps", 1e-6)?;
+            config.max_length = self.usize_or("max_position_embeddings", 2048)?;
+        }
+        Ok(config)
     }
 
     /// Dream's Qwen2-style config (`DreamConfig`).
@@ -343,7 +387,8 @@ impl Fields {
             vocab_rows: self.usize("vocab_size")?,
             rms_norm_eps: self.f64_or("rms_norm_eps", 1e-6)?,
             rope_theta: self.f64_or("rope_theta", 10_000.0)?,
-            mask_token_id: self.mask_token_id()?,
+            mask_token_id: self.token_id("mask_token_id")?,
+            bos_token_id: self.token_id("bos_token_id")?,
             qkv_bias: true,
             tied_embeddings: self.bool_or("tie_word_embeddings", false)?,
             scale_embeddings: false,
@@ -388,6 +433,44 @@ mod tests {
         assert_eq!(d.architecture, Architecture::Dream);
         assert_eq!((d.kv_heads, d.head_dim(), d.qkv_bias), (2, 16, true));
         assert_eq!(d.rms_norm_eps, 1e-6);
+    }
+
+    #[test]
+    fn reads_llama_and_qwen2_causal_lms() {
+        let l = parse(
+            r#"{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 1, "intermediate_size": 96,
+                "vocab_size": 512, "bos_token_id": 1, "eos_token_id": [2, 3], "rms_norm_eps": 1e-5,
+                "rope_theta": 500000.0, "head_dim": 16}"#,
+        )
+        .unwrap();
+        assert_eq!(l.architecture, Architecture::Llama);
+        assert!(l.architecture.is_autoregressive() && !l.qkv_bias);
+        assert_eq!(
+            (l.kv_heads, l.bos_token_id, l.rms_norm_eps),
+            (1, Some(1), 1e-5)
+        );
+        let q = parse(
+            r#"{"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 512}"#,
+        )
+        .unwrap();
+        assert!(q.qkv_bias && q.architecture.is_autoregressive());
+        let e = parse(
+            r#"{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 512,
+                "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("rope_scaling") && e.contains("llama3"), "{e}");
+        let e = parse(
+            r#"{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 512, "head_dim": 32}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("head_dim: 32"), "{e}");
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl CheckpointDenoiser {
         let logits = self.net.forward(ids);
         let logits = match self.net.config.architecture {
             Architecture::Dream => shift_right(logits),
-            Architecture::Llada => logits,
+            _ => logits,
         };
         let logits = logits.narrow(2, 0, self.vocab);
         if (self.mask_token_id as usize) < self.vocab {

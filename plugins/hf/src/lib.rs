@@ -10,11 +10,14 @@
 //! * [`model`] — the LLaDA and Dream networks in Burn ([`Network::forward`]: ids → logits);
 //! * [`denoiser`] — the SDK [`dlm_sdk::Denoiser`]: id mapping, Dream's logit shift, the mask
 //!   token excluded ([`CheckpointDenoiser::logits`] keeps the logits on the device);
-//! * [`checkpoint`] — a whole folder loaded ([`Checkpoint::open`]);
-//! * [`plugin`] — the `dlm-hf` plugin, model `checkpoint`, wrapped in the SDK's `TextModel`.
+//! * [`ar`] — LLaMA and Qwen2 causal checkpoints as the SDK's `Autoregressive` model (KV cache);
+//! * [`checkpoint`] — a whole folder loaded ([`Checkpoint::open`], [`ArCheckpoint::open`]);
+//! * [`plugin`] — the `dlm-hf` plugin, models `checkpoint` (diffusion) and `ar-checkpoint`
+//!   (autoregressive), wrapped in the SDK's `TextModel`.
 
 #![forbid(unsafe_code)]
 
+pub mod ar;
 pub mod checkpoint;
 pub mod config;
 pub mod denoiser;
@@ -23,7 +26,8 @@ pub mod model;
 pub mod plugin;
 pub mod weights;
 
-pub use checkpoint::{Checkpoint, LoadStats};
+pub use ar::CheckpointGenerator;
+pub use checkpoint::{ArCheckpoint, Checkpoint, LoadStats};
 pub use config::{Architecture, ModelConfig};
 pub use denoiser::CheckpointDenoiser;
 pub use error::HfError;

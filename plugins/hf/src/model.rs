@@ -23,7 +23,7 @@ use crate::weights::WeightStore;
 use burn::tensor::activation::silu;
 use burn::tensor::module::{attention, embedding, linear};
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
+use burn::tensor::{Bool, DType, Device, FloatDType, Int, Tensor, TensorData};
 
 /// A dense layer `y = x Wᵀ + b` with `W` as Hugging Face stores it, `[out, in]`.
 #[derive(Debug, Clone)]
@@ -83,7 +83,7 @@ fn names(arch: Architecture) -> Names {
                 format!("model.transformer.blocks.{i}.{local}")
             },
         },
-        Architecture::Dream => Names {
+        Architecture::Dream | Architecture::Llama | Architecture::Qwen2 => Names {
             embedding: "model.embed_tokens.weight".into(),
             final_norm: "model.norm.weight".into(),
             head: "lm_head.weight".into(),
@@ -98,7 +98,7 @@ fn names(arch: Architecture) -> Names {
                     "gate" => "mlp.gate_proj",
                     "up" => "mlp.up_proj",
                     "down" => "mlp.down_proj",
-                    _ => unreachable!("no Dream role {role}"),
+                    _ => unreachable!("no Qwen2 role {role}"),
                 };
                 format!("model.layers.{i}.{local}")
             },
@@ -238,6 +238,60 @@ impl Network {
 }
 
 impl Block {
+    /// q `[b, heads, n, d]` and k, v `[b, kv_heads, n, d]` of `x: [b, n, hidden]`, RoPE applied
+    /// with tables for the positions of `x`.
+    fn qkv(
+        &self,
+        x: Tensor<3>,
+        cos: &Tensor<4>,
+        sin: &Tensor<4>,
+        c: &ModelConfig,
+    ) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+        let [b, n, _] = x.dims();
+        let d = c.head_dim();
+        let xn = rms_norm(x, &self.attn_norm, c.rms_norm_eps);
+        let split = |t: Tensor<3>, heads: usize| t.reshape([b, n, heads, d]).swap_dims(1, 2);
+        let q = rope(split(self.q.forward(xn.clone()), c.heads), cos, sin);
+        let k = rope(split(self.k.forward(xn.clone()), c.kv_heads), cos, sin);
+        let v = split(self.v.forward(xn), c.kv_heads);
+        (q, k, v)
+    }
+
+    /// Attention of `q` over `k`, `v` (key/value heads shared by groups of query heads), then
+    /// the residual update and the feed-forward layer.
+    fn finish(
+        &self,
+        x: Tensor<3>,
+        q: Tensor<4>,
+        (k, v): (Tensor<4>, Tensor<4>),
+        mask: Option<Tensor<4, Bool>>,
+        causal: bool,
+        c: &ModelConfig,
+    ) -> Tensor<3> {
+        let [b, n, h] = x.dims();
+        let [_, kv_heads, keys, d] = k.dims();
+        let (k, v) = if kv_heads == c.heads {
+            (k, v)
+        } else {
+            // Query head j reads key/value head j / (heads / kv_heads).
+            let share = |t: Tensor<4>| {
+                t.unsqueeze_dim::<5>(2)
+                    .expand([b, kv_heads, c.heads / kv_heads, keys, d])
+                    .reshape([b, c.heads, keys, d])
+            };
+            (share(k), share(v))
+        };
+        let options = AttentionModuleOptions {
+            is_causal: causal,
+            ..Default::default()
+        };
+        let context = attention(q, k, v, mask, None, options);
+        let x = x + self.o.forward(context.swap_dims(1, 2).reshape([b, n, h]));
+        let xn = rms_norm(x.clone(), &self.ffn_norm, c.rms_norm_eps);
+        let gated = silu(self.gate.forward(xn.clone())) * self.up.forward(xn);
+        x + self.down.forward(gated)
+    }
+
     fn forward(
         &self,
         x: Tensor<3>,
@@ -245,29 +299,122 @@ impl Block {
         sin: &Tensor<4>,
         c: &ModelConfig,
     ) -> Tensor<3> {
-        let [b, l, h] = x.dims();
-        let (heads, kv_heads, d) = (c.heads, c.kv_heads, c.head_dim());
-        let xn = rms_norm(x.clone(), &self.attn_norm, c.rms_norm_eps);
-        let split = |t: Tensor<3>, n: usize| t.reshape([b, l, n, d]).swap_dims(1, 2);
-        let q = rope(split(self.q.forward(xn.clone()), heads), cos, sin);
-        let k = rope(split(self.k.forward(xn.clone()), kv_heads), cos, sin);
-        let v = split(self.v.forward(xn), kv_heads);
-        let (k, v) = if kv_heads == heads {
-            (k, v)
-        } else {
-            // Query head j reads key/value head j / (heads / kv_heads).
-            let share = |t: Tensor<4>| {
-                t.unsqueeze_dim::<5>(2)
-                    .expand([b, kv_heads, heads / kv_heads, l, d])
-                    .reshape([b, heads, l, d])
-            };
-            (share(k), share(v))
-        };
-        let context = attention(q, k, v, None, None, AttentionModuleOptions::default());
-        let x = x + self.o.forward(context.swap_dims(1, 2).reshape([b, l, h]));
-        let xn = rms_norm(x.clone(), &self.ffn_norm, c.rms_norm_eps);
-        let gated = silu(self.gate.forward(xn.clone())) * self.up.forward(xn);
-        x + self.down.forward(gated)
+        let (q, k, v) = self.qkv(x.clone(), cos, sin, c);
+        let causal = c.architecture.is_autoregressive();
+        self.finish(x, q, (k, v), None, causal, c)
+    }
+
+    /// Feed `x: [b, n, hidden]` at positions `past..past + n`, attending to the cached keys
+    /// and values `0..past` and (causally) to its own; writes its keys and values into `kv`.
+    fn forward_cached(
+        &self,
+        x: Tensor<3>,
+        kv: &mut LayerCache,
+        past: usize,
+        cos: &Tensor<4>,
+        sin: &Tensor<4>,
+        c: &ModelConfig,
+    ) -> Tensor<3> {
+        let (q, k, v) = self.qkv(x.clone(), cos, sin, c);
+        let [b, kv_heads, n, d] = k.dims();
+        let total = past + n;
+        let slot = [0..b, 0..kv_heads, past..total, 0..d];
+        // Each buffer is moved out and back, so that it stays uniquely held and
+        // `slice_assign` writes into it instead of copying it.
+        let buffer = std::mem::replace(&mut kv.k, k.clone());
+        kv.k = buffer.slice_assign(slot.clone(), k);
+        let buffer = std::mem::replace(&mut kv.v, v.clone());
+        kv.v = buffer.slice_assign(slot, v);
+        let keys = kv.k.clone().narrow(2, 0, total);
+        let values = kv.v.clone().narrow(2, 0, total);
+        let mask = (n > 1).then(|| {
+            // Query i sits at position past + i and may not see key j > past + i.
+            let future: Vec<bool> = (0..n)
+                .flat_map(|i| (0..total).map(move |j| j > past + i))
+                .collect();
+            Tensor::<4, Bool>::from_data(TensorData::new(future, [1, 1, n, total]), &x.device())
+                .expand([b, c.heads, n, total])
+        });
+        self.finish(x, q, (keys, values), mask, false, c)
+    }
+}
+
+/// Keys and values of one block for a whole generation, `[batch, kv_heads, capacity, d]`.
+#[derive(Debug, Clone)]
+pub struct LayerCache {
+    k: Tensor<4>,
+    v: Tensor<4>,
+}
+
+/// The KV cache of an autoregressive network: every block's keys and values, preallocated
+/// for `capacity` positions, and the RoPE tables of those positions.
+#[derive(Debug, Clone)]
+pub struct KvCache {
+    layers: Vec<LayerCache>,
+    /// Positions fed so far.
+    pub len: usize,
+    /// Positions the buffers hold.
+    pub capacity: usize,
+    cos: Tensor<4>,
+    sin: Tensor<4>,
+}
+
+impl Network {
+    /// An empty KV cache for `batch` sequences of up to `capacity` positions.
+    pub fn empty_cache(&self, batch: usize, capacity: usize) -> Result<KvCache> {
+        let c = &self.config;
+        if capacity > c.max_length {
+            return Err(HfError::Input(format!(
+                "{capacity} positions exceed the checkpoint's maximum of {} (config.json)",
+                c.max_length
+            )));
+        }
+        let like = self.embedding.clone().unsqueeze_dim::<3>(0);
+        let (cos, sin) = rope_tables(capacity, c.head_dim(), c.rope_theta, &like);
+        let shape = [batch, c.kv_heads, capacity, c.head_dim()];
+        let dtype = self.embedding.dtype();
+        let zeros = || Tensor::<4>::zeros(shape, (&self.device, dtype));
+        Ok(KvCache {
+            layers: (0..c.layers)
+                .map(|_| LayerCache {
+                    k: zeros(),
+                    v: zeros(),
+                })
+                .collect(),
+            len: 0,
+            capacity,
+            cos,
+            sin,
+        })
+    }
+
+    /// Incremental causal forward pass: feeds `ids: [batch, n]` at positions `cache.len..`,
+    /// using and extending the cache; logits `[batch, n, vocab_rows]`, the same as the full
+    /// forward pass's at those positions.
+    pub fn forward_cached(&self, ids: Tensor<2, Int>, cache: &mut KvCache) -> Result<Tensor<3>> {
+        let c = &self.config;
+        let [batch, n] = ids.dims();
+        let past = cache.len;
+        if past + n > cache.capacity {
+            return Err(HfError::Input(format!(
+                "the KV cache holds {} positions; {past} fed and {n} more asked",
+                cache.capacity
+            )));
+        }
+        if cache.layers.first().is_some_and(|l| l.k.dims()[0] != batch) {
+            return Err(HfError::Input(
+                "the KV cache was made for another batch size".into(),
+            ));
+        }
+        let cos = cache.cos.clone().narrow(2, past, n);
+        let sin = cache.sin.clone().narrow(2, past, n);
+        let mut x = embedding(self.embedding.clone(), ids);
+        for (block, kv) in self.blocks.iter().zip(cache.layers.iter_mut()) {
+            x = block.forward_cached(x, kv, past, &cos, &sin, c);
+        }
+        cache.len += n;
+        let x = rms_norm(x, &self.final_norm, c.rms_norm_eps);
+        Ok(linear(x, self.head.clone(), None))
     }
 }
 

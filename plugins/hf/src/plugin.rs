@@ -1,9 +1,11 @@
 //! The `dlm-hf` plugin: model `checkpoint`, a LLaDA or Dream checkpoint folder answering text
-//! tasks through every SDK denoiser sampler.
+//! tasks through every SDK denoiser sampler, and model `ar-checkpoint`, a LLaMA or Qwen2
+//! checkpoint folder decoded by the `ar` sampler with a KV cache.
 
-use crate::checkpoint::{parse_dtype, Checkpoint};
+use crate::checkpoint::{parse_dtype, ArCheckpoint, Checkpoint};
 use crate::error::HfError;
 use burn::tensor::Device;
+use dlm_sdk::sampler::AutoregressiveModel;
 use dlm_sdk::tokenizer::TextModel;
 use dlm_sdk::{
     ComponentInfo, DenoiserModel, GenerateRequest, Model, ModelOpenConfig, Plugin, PluginError,
@@ -113,11 +115,15 @@ pub fn parse_device(name: Option<&str>) -> std::result::Result<(Device, String),
     }
 }
 
-/// Open model `checkpoint` for the task in `open`.
-pub fn open_checkpoint_model(open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
+/// Open model `checkpoint` (diffusion) or, with `autoregressive`, `ar-checkpoint` for the
+/// task in `open`.
+pub fn open_checkpoint_model(
+    open: &ModelOpenConfig,
+    autoregressive: bool,
+) -> Result<Box<dyn Model>> {
     let config: OpenConfig = serde_json::from_value(open.config.clone()).map_err(|e| {
         PluginError(format!(
-            "model config: {e} (dlm-hf's `checkpoint` takes path, dtype, device, eos_token, generation_length)"
+            "model config: {e} (dlm-hf's checkpoints take path, dtype, device, eos_token, generation_length)"
         ))
     })?;
     if open.train.is_some() || open.checkpoint.is_some() {
@@ -135,35 +141,48 @@ pub fn open_checkpoint_model(open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
     };
     let (device, label) = parse_device(config.device.as_deref())?;
     let dtype = parse_dtype(config.dtype.as_deref())?;
-    let ckpt = Checkpoint::open(
-        &config.path,
-        &device,
-        &label,
-        dtype,
-        config.eos_token.as_deref(),
-    )?;
-    let max = ckpt.denoiser.net.config.max_length;
+    let (path, eos) = (&config.path, config.eos_token.as_deref());
+    let stop = text.stop.clone();
+    let eos_hint = |e: PluginError| PluginError(format!("{e} (`eos_token` in the model config)"));
+    let (model, max): (Box<dyn Model>, usize) = if autoregressive {
+        let ckpt = ArCheckpoint::open(path, &device, &label, dtype, eos)?;
+        let max = ckpt.generator.net.config.max_length;
+        let ar = AutoregressiveModel {
+            model: ckpt.generator,
+        };
+        let model = TextModel::new(ar, ckpt.tokenizer, stop).map_err(eos_hint)?;
+        (fixed_generation(model, config.generation_length, max)?, max)
+    } else {
+        let ckpt = Checkpoint::open(path, &device, &label, dtype, eos)?;
+        let max = ckpt.denoiser.net.config.max_length;
+        let denoiser = DenoiserModel::new(ckpt.denoiser);
+        let model = TextModel::new(denoiser, ckpt.tokenizer, stop).map_err(eos_hint)?;
+        (fixed_generation(model, config.generation_length, max)?, max)
+    };
     if task.length > max && config.generation_length.is_none() {
         return Err(PluginError(format!(
             "the task's length {} exceeds the {} positions of {} (config.json); lower `lengths`",
             task.length,
             max,
-            config.path.display()
+            path.display()
         )));
     }
-    let model = TextModel::new(
-        DenoiserModel::new(ckpt.denoiser),
-        ckpt.tokenizer,
-        text.stop.clone(),
-    )
-    .map_err(|e| PluginError(format!("{e} (`eos_token` in the model config)")))?;
-    match config.generation_length {
+    Ok(model)
+}
+
+/// `model`, with a fixed completion region when `generation_length` is set.
+fn fixed_generation<M: Model + 'static>(
+    model: TextModel<M>,
+    generation_length: Option<usize>,
+    max_length: usize,
+) -> Result<Box<dyn Model>> {
+    match generation_length {
         None => Ok(Box::new(model)),
         Some(0) => Err("generation_length must be at least 1".into()),
         Some(tokens) => Ok(Box::new(FixedGeneration {
             inner: model,
             tokens,
-            max_length: max,
+            max_length,
         })),
     }
 }
@@ -179,20 +198,33 @@ impl Plugin for HfPlugin {
     const HAS_MODELS: bool = true;
 
     fn models() -> Vec<ComponentInfo> {
-        vec![dlm_sdk::denoiser_component(
+        let ar = dlm_sdk::sampler::info("ar");
+        vec![
+            dlm_sdk::denoiser_component(
             "checkpoint",
             "a LLaDA (LLaDAModelLM) or Dream (DreamModel) checkpoint folder: config.json, \
              safetensors weights, tokenizer.json; config: {path: DIR, dtype?: f32|f16|bf16, \
              device?: flex|wgpu|cuda[:N], eos_token?, generation_length?}; answers text tasks with text",
-            false,
-        )]
+                false,
+            ),
+            ComponentInfo {
+                name: "ar-checkpoint".to_string(),
+                description: "a LLaMA (LlamaForCausalLM) or Qwen2 (Qwen2ForCausalLM) checkpoint folder, \
+                              decoded token by token with a KV cache; the same config as `checkpoint`"
+                    .to_string(),
+                capabilities: vec!["autoregressive".to_string()],
+                samplers: vec!["ar".to_string()],
+                sampler_info: vec![ar],
+            },
+        ]
     }
 
     fn open_model(name: &str, open: ModelOpenConfig) -> Result<Box<dyn Model>> {
         match name {
-            "checkpoint" => open_checkpoint_model(&open),
+            "checkpoint" => open_checkpoint_model(&open, false),
+            "ar-checkpoint" => open_checkpoint_model(&open, true),
             other => Err(PluginError(format!(
-                "plugin `{PLUGIN_NAME}` provides the model `checkpoint`, not `{other}`"
+                "plugin `{PLUGIN_NAME}` provides the models `checkpoint` and `ar-checkpoint`, not `{other}`"
             ))),
         }
     }
