@@ -1,7 +1,8 @@
 //! Hugging Face checkpoints through the real binary (issue 21): `suites/hf-tiny.yaml` runs
 //! dlm-hf's tiny LLaDA and Dream fixture checkpoints on GSM8K and the arithmetic chains with
-//! LLaDA's semi-AR low-confidence sampler and Fast-dLLM's threshold sampler; every cell
-//! finishes with text completions scored by the task. A checkpoint folder without its
+//! LLaDA's semi-AR low-confidence sampler and Fast-dLLM's threshold sampler, and the tiny
+//! Qwen2 checkpoint with the `ar` sampler as their speedup baseline; every cell finishes with
+//! text completions scored by the task. A checkpoint folder without its
 //! tokenizer fails its own cell only, with the file named.
 
 mod common;
@@ -52,6 +53,13 @@ fn the_tiny_checkpoint_suite_runs_every_cell() {
         }
     }
     assert_eq!(checked, 12);
+    for task in ["gsm8k", "arith"] {
+        let ar = cell(&s, task, "qwen2-tiny", Some("ar"), None);
+        assert_eq!(ar["status"], "ok", "{ar}");
+        assert_eq!(ar["n"], 4, "{ar}");
+        let c = cell(&s, task, "llada-tiny", Some("low_confidence"), Some(16));
+        assert_eq!(c["speedup_baseline"], ar["key"], "{c}");
+    }
 }
 
 #[test]
@@ -100,4 +108,25 @@ samplers:
         cause.contains("no-tokenizer/tokenizer.json") && cause.contains("missing"),
         "{cause}"
     );
+}
+
+/// The GPU suites are valid suites (their cells expand; nothing runs without the checkpoint).
+#[test]
+fn the_gpu_checkpoint_suites_are_valid() {
+    for (suite, units) in [
+        ("suites/gsm8k-llada.yaml", 12),
+        ("suites/mbpp-llada.yaml", 12),
+    ] {
+        let out = run(&["plan", suite]);
+        assert!(out.status.success(), "{suite}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("{units} units")),
+            "{suite}: {stdout}"
+        );
+        assert!(
+            stdout.contains("low_confidence@256,block_length=32"),
+            "{stdout}"
+        );
+    }
 }
