@@ -79,7 +79,7 @@ def train_tokenizer(data_path, mask_token):
     tok.train_from_iterator(texts, trainer=trainer)
     assert tok.get_vocab_size() == BPE_VOCAB, tok.get_vocab_size()
     # Added in order: ids 480, 481, 482. The mask token sits inside the vocabulary, not at
-    # its end, as LLaDA's <|mdm_mask|> (126336 of 126349 ids) and Dream's <|mask|> do.
+    # its end, as LLaDA's <|mdm_mask|> (126336) and Dream's <|mask|> (151666) do.
     tok.add_special_tokens([EOS, mask_token, "<|spare|>"])
     assert tok.token_to_id(EOS) == 480 and tok.token_to_id(mask_token) == 481
     return tok
