@@ -5,7 +5,7 @@
 //! distributions the `ar` sampler draws from — and the plugin answers text tasks with it.
 
 mod common;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Int, Tensor, TensorData};
 use common::*;
 use dlm_hf::{ArCheckpoint, Architecture, HfPlugin};
 use dlm_sdk::sampler::Autoregressive;
@@ -18,14 +18,7 @@ use serde_json::json;
 const TOLERANCE: f32 = 1e-4;
 
 fn load_ar() -> ArCheckpoint {
-    ArCheckpoint::open(
-        &fixture("qwen2-tiny"),
-        &Device::flex(),
-        "cpu",
-        DType::F32,
-        None,
-    )
-    .unwrap()
+    ArCheckpoint::open(&fixture("qwen2-tiny"), &device(), "test", DType::F32, None).unwrap()
 }
 
 #[test]
@@ -145,7 +138,7 @@ fn open(model: &str, path: &str) -> dlm_sdk::Result<Box<dyn dlm_sdk::Model>> {
     HfPlugin::open_model(
         model,
         ModelOpenConfig {
-            config: json!({"path": fixture(path)}),
+            config: json!({"path": fixture(path), "device": device_name()}),
             task: TaskBinding {
                 plugin: "test".into(),
                 task: "gsm8k-like".into(),

@@ -100,7 +100,7 @@ fn samplers() -> Vec<(&'static str, usize, serde_json::Value)> {
 #[test]
 fn every_sampler_answers_prompt_texts_with_text() {
     for name in ["llada-tiny", "dream-tiny"] {
-        let config = json!({"path": fixture(name)});
+        let config = json!({"path": fixture(name), "device": device_name()});
         let mut model =
             HfPlugin::open_model("checkpoint", open_config(config, text_task(LENGTH))).unwrap();
         for (sampler, steps, params) in samplers() {
@@ -195,7 +195,7 @@ fn the_plugin_refuses_what_it_cannot_run() {
 fn generation_length_fixes_the_completion_region() {
     const GENERATE: usize = 12;
     let path = fixture("dream-tiny");
-    let config = json!({"path": path, "generation_length": GENERATE});
+    let config = json!({"path": path, "generation_length": GENERATE, "device": device_name()});
     // The cell's length (8) is shorter than the prompts: only the generation length counts.
     let mut model = HfPlugin::open_model("checkpoint", open_config(config, text_task(8))).unwrap();
     let mut req = request("low_confidence", 256, json!({}));

@@ -12,12 +12,24 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A fixture checkpoint on flex in f32.
+/// The device the tests run on: `flex`, or the one `DLM_HF_TEST_DEVICE` names (`.ci/run`:
+/// `wgpu` on lavapipe, with `--features wgpu`).
+pub fn device_name() -> String {
+    std::env::var("DLM_HF_TEST_DEVICE").unwrap_or_else(|_| "flex".into())
+}
+
+pub fn device() -> Device {
+    dlm_hf::plugin::parse_device(Some(&device_name()))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .0
+}
+
+/// A fixture checkpoint on the test device in f32.
 pub fn load(name: &str) -> Checkpoint {
     Checkpoint::open(
         &fixture(name),
-        &Device::flex(),
-        "cpu",
+        &device(),
+        "test",
         burn::tensor::DType::F32,
         None,
     )
@@ -115,9 +127,9 @@ pub fn f32_to_bf16_bytes(bytes: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// Open checkpoint folder `dir` on flex in `dtype`; the error's message on failure.
+/// Open checkpoint folder `dir` on the test device in `dtype`; the error's message on failure.
 pub fn open(dir: &std::path::Path, dtype: burn::tensor::DType) -> Result<Checkpoint, String> {
-    Checkpoint::open(dir, &Device::flex(), "cpu", dtype, None).map_err(|e| e.to_string())
+    Checkpoint::open(dir, &device(), "test", dtype, None).map_err(|e| e.to_string())
 }
 
 /// The logits of `ckpt` for the fixture's reference input.
