@@ -26,10 +26,13 @@ Dream's *generation* shifts the logits right by one (the logit for position i is
 position i-1: logits = cat(logits[:, :1], logits[:, :-1])); reference.json stores the
 network's raw output, and the shift is applied (and tested) by the denoiser in Rust.
 
+Two autoregressive fixtures (qwen2-tiny, llama-tiny) take their reference logits from
+transformers' own Qwen2ForCausalLM and LlamaForCausalLM (skipped without transformers).
+
 Regenerate (Python 3.10+, CPU only; nothing of the Rust build needs Python):
 
     python3 -m venv /tmp/venv-hf
-    /tmp/venv-hf/bin/pip install torch safetensors tokenizers numpy
+    /tmp/venv-hf/bin/pip install torch safetensors tokenizers numpy transformers
     /tmp/venv-hf/bin/python tools/hf-fixtures/make_fixtures.py \
         --data ../shared/data/gsm8k/train.jsonl --out plugins/hf/tests/fixtures
 
@@ -51,7 +54,7 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 EOS = "<|endoftext|>"
-MASK = {"llada": "<|mdm_mask|>", "dream": "<|mask|>", "qwen2": "<|im_start|>"}
+MASK = {"llada": "<|mdm_mask|>", "dream": "<|mask|>", "qwen2": "<|im_start|>", "llama": "<|im_start|>"}
 BPE_VOCAB = 480  # learned tokens; the special tokens follow (480: end-of-text, 481: mask, 482: spare)
 EMBEDDING_ROWS = 512  # padded past the tokenizer, as the real checkpoints are
 
@@ -360,6 +363,69 @@ def qwen2_forward(c, w, ids):
         return model(input_ids=ids).logits
 
 
+# ----------------------------------------------------------------------------- LLaMA (AR)
+
+
+def llama_config(vocab_rows, mask_id, eos_id):
+    """A smaller autoregressive LLaMA checkpoint: no biases, BOS fed first (bos_token_id)."""
+    del mask_id
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": eos_id + 2,  # <|spare|>, standing in for <|begin_of_text|>
+        "eos_token_id": eos_id,
+        "hidden_act": "silu",
+        "hidden_size": 32,
+        "initializer_range": 0.02,
+        "intermediate_size": 64,
+        "max_position_embeddings": 2048,
+        "mlp_bias": False,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 2,
+        "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-05,
+        "rope_scaling": None,
+        "rope_theta": 500000.0,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+        "use_cache": True,
+        "vocab_size": vocab_rows,
+    }
+
+
+def llama_weights(c, gen):
+    w = dream_weights(
+        dict(c, mask_token_id=None), gen
+    )
+    return {k: v for k, v in w.items() if not k.endswith("_proj.bias")}
+
+
+_LLAMA = {}
+
+
+def llama_forward(c, w, ids):
+    """transformers' own LlamaForCausalLM: the reference implementation itself."""
+    import transformers
+
+    if id(w) not in _LLAMA:
+        hf = transformers.LlamaConfig(
+            vocab_size=c["vocab_size"], hidden_size=c["hidden_size"], intermediate_size=c["intermediate_size"],
+            num_hidden_layers=c["num_hidden_layers"], num_attention_heads=c["num_attention_heads"],
+            num_key_value_heads=c["num_key_value_heads"], rms_norm_eps=c["rms_norm_eps"],
+            rope_theta=c["rope_theta"], max_position_embeddings=c["max_position_embeddings"],
+            attention_bias=False, mlp_bias=False, tie_word_embeddings=False, hidden_act="silu",
+        )
+        model = transformers.LlamaForCausalLM(hf)
+        missing, unexpected = model.load_state_dict(w, strict=False)
+        assert not unexpected and all("rotary" in m for m in missing), (missing, unexpected)
+        model.eval()
+        _LLAMA[id(w)] = model
+    with torch.no_grad():
+        return _LLAMA[id(w)](input_ids=ids).logits
+
+
 # ----------------------------------------------------------------------------- cross-check
 
 
@@ -435,20 +501,23 @@ def reference_ids(tok, mask_id, masked=True):
 def write_fixture(out, arch, tok, seed, check=False):
     mask_token = MASK[arch]
     mask_id, eos_id = tok.token_to_id(mask_token), tok.token_to_id(EOS)
-    if arch == "qwen2":
+    if arch in ("qwen2", "llama"):
         mask_id = None  # an autoregressive model: no mask token
     make_config, make_weights, forward = {
         "llada": (llada_config, llada_weights, llada_forward),
         "dream": (dream_config, dream_weights, dream_forward),
         "qwen2": (qwen2_config, dream_weights, qwen2_forward),
+        "llama": (llama_config, llama_weights, llama_forward),
     }[arch]
     config = make_config(EMBEDDING_ROWS, mask_id, eos_id)
     gen = torch.Generator().manual_seed(seed)
     weights = {k: v.float().contiguous() for k, v in make_weights(config, gen).items()}
     ids = torch.tensor(reference_ids(tok, mask_id))
+    if arch == "llama":
+        ids[:, 0] = config["bos_token_id"]  # LLaMA's tokenizers start every text with BOS
     with torch.no_grad():
         logits = forward(config, weights, ids)
-    if check and arch != "qwen2":
+    if check and arch in ("llada", "dream"):
         check_against_transformers(arch, config, weights, ids)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
@@ -458,13 +527,15 @@ def write_fixture(out, arch, tok, seed, check=False):
     tok.save(os.path.join(out, "tokenizer.json"))
     reference = {
         "about": (
-            "logits of transformers' Qwen2ForCausalLM (causal) for input_ids"
-            if arch == "qwen2"
+            f"logits of transformers' {config['architectures'][0]} (causal) for input_ids"
+            if arch in ("qwen2", "llama")
             else f"logits of the PyTorch {arch} forward pass in tools/hf-fixtures/make_fixtures.py "
             "(raw network output, before any shift) for input_ids, which hold the checkpoint's own "
             "ids (mask_token_id where masked)"
         ),
-        "transformers": importlib.import_module("transformers").__version__ if arch == "qwen2" else None,
+        "transformers": importlib.import_module("transformers").__version__
+        if arch in ("qwen2", "llama")
+        else None,
         "torch": torch.__version__,
         "seed": seed,
         "mask_token_id": mask_id,
@@ -497,9 +568,9 @@ def main():
     )
     args = ap.parse_args()
     torch.manual_seed(0)
-    for arch, seed in [("llada", 1), ("dream", 2), ("qwen2", 3)]:
-        if arch == "qwen2" and importlib.util.find_spec("transformers") is None:
-            print("qwen2: skipped (its reference is transformers' Qwen2ForCausalLM: pip install transformers)")
+    for arch, seed in [("llada", 1), ("dream", 2), ("qwen2", 3), ("llama", 4)]:
+        if arch in ("qwen2", "llama") and importlib.util.find_spec("transformers") is None:
+            print(f"{arch}: skipped (its reference is transformers' own model: pip install transformers)")
             continue
         tok = train_tokenizer(args.data, MASK[arch])
         write_fixture(os.path.join(args.out, f"{arch}-tiny"), arch, tok, seed, args.check_transformers)
