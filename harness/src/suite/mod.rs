@@ -77,7 +77,7 @@ struct RawModel {
     /// Read from the YAML tree instead (`yaml_to_json`), which keeps plain scalars typed.
     #[serde(default, rename = "config")]
     _config: Option<serde::de::IgnoredAny>,
-    /// Names of the suite's samplers this model runs (default: all).
+    /// Names of the suite's samplers this model runs, every entry of each name (default: all).
     #[serde(default)]
     samplers: Option<Vec<Spanned<String>>>,
     /// Names of the suite's tasks this model runs on (default: all).
@@ -556,26 +556,30 @@ fn parse_models(
         let config = section_config(top, "models", i, source)?;
         let chosen = match &m.samplers {
             None => (0..samplers.len()).collect(),
+            // Every entry of each named sampler: a suite may list one sampler several times
+            // (e.g. with and without semi-AR blocks), and naming it selects them all.
             Some(names) => names
                 .iter()
                 .map(|n| {
-                    samplers
-                        .iter()
-                        .position(|s| s.sampler == n.as_str())
-                        .ok_or_else(|| {
-                            SuiteError::at(
-                                source,
-                                n.span(),
-                                format!(
-                                    "model `{}` asks for sampler `{}`, which the suite's `samplers` list does not define{}",
-                                    *m.name,
-                                    n.as_str(),
-                                    did_you_mean(n, samplers.iter().map(|s| s.sampler.as_str()))
-                                ),
-                            )
-                        })
+                    let entries: Vec<usize> = (0..samplers.len())
+                        .filter(|&i| samplers[i].sampler == n.as_str())
+                        .collect();
+                    if entries.is_empty() {
+                        return Err(SuiteError::at(
+                            source,
+                            n.span(),
+                            format!(
+                                "model `{}` asks for sampler `{}`, which the suite's `samplers` list does not define{}",
+                                *m.name,
+                                n.as_str(),
+                                did_you_mean(n, samplers.iter().map(|s| s.sampler.as_str()))
+                            ),
+                        ));
+                    }
+                    Ok(entries)
                 })
-                .collect::<Result<Vec<_>, _>>()?,
+                .collect::<Result<Vec<_>, _>>()?
+                .concat(),
         };
         let task_indices = match &m.tasks {
             None => (0..tasks.len()).collect(),

@@ -188,6 +188,17 @@ fn a_config_for_a_model_and_null_settings_still_parse() {
 }
 
 #[test]
+fn a_model_naming_a_sampler_gets_every_entry_of_it() {
+    // Two `low_confidence` entries (with and without blocks): naming it selects both.
+    let s = parse(&GOOD.replace(
+        "  - sampler: left_to_right\n",
+        "  - sampler: left_to_right\n  - sampler: ddpm_cache\n    steps: [8]\n    params: {block_length: 4}\n",
+    ).replace("    model: oracle", "    model: oracle\n    samplers: [ddpm_cache]"))
+    .unwrap();
+    assert_eq!(s.models[0].samplers, vec![0, 2]);
+}
+
+#[test]
 fn garbage_never_panics() {
     for text in [
         "",

@@ -1,0 +1,170 @@
+//! A loaded checkpoint as the SDK's [`Denoiser`], and the id mapping at its boundary.
+//!
+//! **Ids.** The SDK's convention is that a model predicts real tokens `0..vocab_size()` and the
+//! mask token is `vocab_size()`. Here `vocab_size()` is the *tokenizer's* size (one more than
+//! its largest id, added tokens included), so every id the tokenizer can produce keeps its
+//! value. The checkpoint's own mask token (`mask_token_id` in config.json, e.g. LLaDA's 126336,
+//! Dream's 151666) lies inside that range; the only remapping is the SDK's mask id
+//! `vocab_size()` → `mask_token_id` on the way in. On the way out the logits are cut to the
+//! tokenizer's ids (checkpoints pad their embedding tables past the tokenizer, e.g. LLaDA's
+//! 126464 rows), and the column of `mask_token_id` gets probability 0 so that no sampler ever
+//! writes a mask token as a "real" one. The softmax is over the remaining ids.
+//!
+//! **Dream's shift.** Dream was trained to predict the token at position i from the output at
+//! position i − 1; its generation code shifts the logits right by one (position 0 keeps its
+//! own). [`CheckpointDenoiser::logits`] applies that, so both architectures answer "the
+//! distribution of the token at position i" at position i, as the SDK's samplers expect.
+
+use crate::config::Architecture;
+use crate::error::{HfError, Result};
+use crate::model::Network;
+use burn::tensor::activation::softmax;
+use burn::tensor::{FloatDType, Tensor, TensorData};
+use dlm_sdk::{Denoiser, PluginError};
+
+/// A LLaDA or Dream checkpoint answering the SDK's denoiser calls.
+pub struct CheckpointDenoiser {
+    pub net: Network,
+    /// Real token ids `0..vocab` (the tokenizer's size); the SDK's mask id is `vocab`.
+    vocab: usize,
+    /// The checkpoint's mask token id (`< vocab_rows`).
+    mask_token_id: u32,
+    /// Device label recorded with timings.
+    label: String,
+}
+
+impl CheckpointDenoiser {
+    /// Wrap `net` for a tokenizer of `vocab` ids, whose mask token is `mask_token_id`.
+    pub fn new(net: Network, vocab: usize, mask_token_id: u32, label: String) -> Result<Self> {
+        let rows = net.config.vocab_rows;
+        if vocab > rows {
+            return Err(HfError::Input(format!(
+                "the tokenizer has {vocab} ids but the checkpoint's embedding only {rows} rows: \
+                 tokenizer.json and the weights are of different models"
+            )));
+        }
+        if mask_token_id as usize >= rows {
+            return Err(HfError::Input(format!(
+                "mask token id {mask_token_id} is outside the checkpoint's {rows} embedding rows"
+            )));
+        }
+        Ok(CheckpointDenoiser {
+            net,
+            vocab,
+            mask_token_id,
+            label,
+        })
+    }
+
+    /// The tokenizer's size: real ids are `0..vocab()`, the SDK's mask id is `vocab()`.
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+
+    /// The checkpoint's own mask token id.
+    pub fn mask_token_id(&self) -> u32 {
+        self.mask_token_id
+    }
+
+    /// SDK ids (mask = `vocab()`) → the checkpoint's ids (mask = `mask_token_id`).
+    pub fn checkpoint_ids(&self, tokens: &[u32]) -> Result<Vec<u32>> {
+        tokens
+            .iter()
+            .map(|&t| match t as usize {
+                t if t < self.vocab => Ok(t as u32),
+                t if t == self.vocab => Ok(self.mask_token_id),
+                _ => Err(HfError::Input(format!(
+                    "token id {t} is outside 0..={} (the tokenizer's ids and the mask)",
+                    self.vocab
+                ))),
+            })
+            .collect()
+    }
+
+    /// Logits `[batch, length, vocab()]` over the real tokens for SDK ids `tokens`, on the
+    /// device: the network's output, shifted for Dream, cut to the tokenizer's ids, with the
+    /// mask token's column at −∞. This is what a sampler running on the device consumes.
+    pub fn logits(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<3>> {
+        let ids = self.checkpoint_ids(tokens)?;
+        let ids = self.net.ids_tensor(&ids, batch, length)?;
+        let logits = self.net.forward(ids);
+        let logits = match self.net.config.architecture {
+            Architecture::Dream => shift_right(logits),
+            _ => logits,
+        };
+        let logits = logits.narrow(2, 0, self.vocab);
+        if (self.mask_token_id as usize) < self.vocab {
+            let mut exclude = vec![0f32; self.vocab];
+            exclude[self.mask_token_id as usize] = f32::NEG_INFINITY;
+            let exclude = Tensor::<1>::from_data(
+                TensorData::new(exclude, [self.vocab]),
+                (self.net.device(), logits.dtype()),
+            );
+            Ok(logits + exclude.reshape([1, 1, self.vocab]))
+        } else {
+            Ok(logits)
+        }
+    }
+
+    /// Probabilities `batch × length × vocab()` (row-major, f32) of one forward pass.
+    pub fn probabilities(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Vec<f32>> {
+        // The softmax in f32 whatever the compute dtype.
+        let probs = softmax(self.logits(tokens, batch, length)?.cast(FloatDType::F32), 2);
+        probs
+            .into_data_as::<f32>()
+            .try_into_vec::<f32>()
+            .map_err(|e| HfError::Input(format!("reading the probabilities back: {e:?}")))
+    }
+}
+
+/// Dream's convention: the logits of position i come from position i − 1 (position 0 keeps
+/// its own): `cat(logits[:, :1], logits[:, :-1])` along the sequence.
+pub fn shift_right(logits: Tensor<3>) -> Tensor<3> {
+    let length = logits.dims()[1];
+    if length < 2 {
+        return logits;
+    }
+    Tensor::cat(
+        vec![
+            logits.clone().narrow(1, 0, 1),
+            logits.narrow(1, 0, length - 1),
+        ],
+        1,
+    )
+}
+
+impl Denoiser for CheckpointDenoiser {
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+
+    fn device(&self) -> String {
+        self.label.clone()
+    }
+
+    fn denoise(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        _t: f64,
+        out: &mut [f64],
+    ) -> dlm_sdk::Result<()> {
+        let probs = self.probabilities(tokens, batch, length)?;
+        if out.len() != probs.len() {
+            return Err(PluginError(format!(
+                "output buffer holds {} values, expected {}",
+                out.len(),
+                probs.len()
+            )));
+        }
+        for (o, p) in out.iter_mut().zip(probs) {
+            *o = p as f64;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&mut self) {
+        let _ = self.net.device().sync();
+    }
+}

@@ -1,0 +1,38 @@
+//! Hugging Face checkpoints of diffusion language models as dlm-bench models.
+//!
+//! Point a suite at a checkpoint folder (`config.json`, `model.safetensors` or shards with
+//! `model.safetensors.index.json`, `tokenizer.json`) of a supported architecture and it answers
+//! text tasks through every SDK denoiser sampler:
+//!
+//! * [`config`] — config.json under each architecture's own field names; unsupported options
+//!   refused by name;
+//! * [`weights`] — safetensors headers checked against the files, tensors read one at a time;
+//! * [`model`] — the LLaDA and Dream networks in Burn ([`Network::forward`]: ids → logits);
+//! * [`denoiser`] — the SDK [`dlm_sdk::Denoiser`]: id mapping, Dream's logit shift, the mask
+//!   token excluded ([`CheckpointDenoiser::logits`] keeps the logits on the device);
+//! * [`ar`] — LLaMA and Qwen2 causal checkpoints as the SDK's `Autoregressive` model (KV cache);
+//! * [`checkpoint`] — a whole folder loaded ([`Checkpoint::open`], [`ArCheckpoint::open`]);
+//! * [`plugin`] — the `dlm-hf` plugin, models `checkpoint` (diffusion) and `ar-checkpoint`
+//!   (autoregressive), wrapped in the SDK's `TextModel`.
+
+#![forbid(unsafe_code)]
+
+pub mod ar;
+pub mod checkpoint;
+pub mod config;
+pub mod denoiser;
+pub mod error;
+pub mod model;
+pub mod plugin;
+pub mod weights;
+
+pub use ar::CheckpointGenerator;
+pub use checkpoint::{ArCheckpoint, Checkpoint, LoadStats};
+pub use config::{Architecture, ModelConfig};
+pub use denoiser::CheckpointDenoiser;
+pub use error::HfError;
+pub use model::Network;
+pub use plugin::{HfPlugin, OpenConfig};
+pub use weights::WeightStore;
+
+dlm_sdk::export_plugin!(plugin::HfPlugin);

@@ -1,0 +1,506 @@
+//! The two networks in Burn: token ids in, logits `[batch, length, vocab_rows]` out.
+//!
+//! Both are pre-norm transformers with bidirectional attention (no causal mask), as their
+//! reference modelling code runs them for diffusion:
+//!
+//! * **LLaDA** (`modeling_llada.py`, the `llama` block): `x + attn_out(Attn(RMSNorm(x)))`, then
+//!   `x + ff_out(silu(ff_proj(h)) · up_proj(h))` with `h = RMSNorm(x)`; q/k/v without biases
+//!   (unless `include_qkv_bias`); final RMSNorm `ln_f` and an untied head `ff_out` (or the
+//!   embedding when `weight_tying`).
+//! * **Dream** (`modeling_dream.py`, Qwen2 layers): the same shape with q/k/v biases, grouped-query
+//!   attention (`num_key_value_heads`) and Qwen2's tensor names. The network's output is not
+//!   shifted; Dream's *generation* reads the logits of position i at position i − 1, which
+//!   [`crate::denoiser`] applies.
+//!
+//! Shared details: RMSNorm `x · rsqrt(mean(x²) + eps) · w`; RoPE on q and k with
+//! `inv_freq_i = θ^(−2i/d)`, the angle table `cat(angles, angles)` and
+//! `rotate_half(x) = cat(−x[d/2..], x[..d/2])`; attention `softmax(q kᵀ / √d) v`, each
+//! key/value head shared by `heads / kv_heads` consecutive query heads.
+
+use crate::config::{Architecture, ModelConfig};
+use crate::error::{HfError, Result};
+use crate::weights::WeightStore;
+use burn::tensor::activation::silu;
+use burn::tensor::module::{attention, embedding, linear};
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Bool, DType, Device, FloatDType, Int, Tensor, TensorData};
+
+/// A dense layer `y = x Wᵀ + b` with `W` as Hugging Face stores it, `[out, in]`.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    /// `[in, out]` (a transposed view of the stored `[out, in]`).
+    weight: Tensor<2>,
+    bias: Option<Tensor<1>>,
+}
+
+impl Linear {
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        linear(x, self.weight.clone(), self.bias.clone())
+    }
+}
+
+/// One transformer block.
+#[derive(Debug, Clone)]
+pub struct Block {
+    attn_norm: Tensor<1>,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    ffn_norm: Tensor<1>,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+/// Tensor names of one architecture.
+struct Names {
+    embedding: String,
+    final_norm: String,
+    head: String,
+    block: fn(usize, &str) -> String,
+}
+
+fn names(arch: Architecture) -> Names {
+    match arch {
+        Architecture::Llada => Names {
+            embedding: "model.transformer.wte.weight".into(),
+            final_norm: "model.transformer.ln_f.weight".into(),
+            head: "model.transformer.ff_out.weight".into(),
+            block: |i, role| {
+                let local = match role {
+                    "attn_norm" => "attn_norm.weight",
+                    "q" => "q_proj",
+                    "k" => "k_proj",
+                    "v" => "v_proj",
+                    "o" => "attn_out",
+                    "ffn_norm" => "ff_norm.weight",
+                    "gate" => "ff_proj",
+                    "up" => "up_proj",
+                    "down" => "ff_out",
+                    _ => unreachable!("no LLaDA role {role}"),
+                };
+                format!("model.transformer.blocks.{i}.{local}")
+            },
+        },
+        Architecture::Dream | Architecture::Llama | Architecture::Qwen2 => Names {
+            embedding: "model.embed_tokens.weight".into(),
+            final_norm: "model.norm.weight".into(),
+            head: "lm_head.weight".into(),
+            block: |i, role| {
+                let local = match role {
+                    "attn_norm" => "input_layernorm.weight",
+                    "q" => "self_attn.q_proj",
+                    "k" => "self_attn.k_proj",
+                    "v" => "self_attn.v_proj",
+                    "o" => "self_attn.o_proj",
+                    "ffn_norm" => "post_attention_layernorm.weight",
+                    "gate" => "mlp.gate_proj",
+                    "up" => "mlp.up_proj",
+                    "down" => "mlp.down_proj",
+                    _ => unreachable!("no Qwen2 role {role}"),
+                };
+                format!("model.layers.{i}.{local}")
+            },
+        },
+    }
+}
+
+/// A LLaDA or Dream network on a Burn device.
+#[derive(Debug, Clone)]
+pub struct Network {
+    pub config: ModelConfig,
+    /// `[vocab_rows, hidden]`.
+    embedding: Tensor<2>,
+    blocks: Vec<Block>,
+    final_norm: Tensor<1>,
+    /// `[hidden, vocab_rows]`.
+    head: Tensor<2>,
+    device: Device,
+}
+
+impl Network {
+    /// Load every tensor the architecture needs from `weights`, checking each one's shape
+    /// against `config`, onto `device` in `dtype`.
+    pub fn load(
+        config: ModelConfig,
+        weights: &mut WeightStore,
+        device: &Device,
+        dtype: DType,
+    ) -> Result<Self> {
+        let arch = config.architecture.hf_name();
+        let n = names(config.architecture);
+        let (h, f, rows) = (config.hidden, config.intermediate, config.vocab_rows);
+        let kv = config.kv_heads * config.head_dim();
+        let mut blocks = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            let name = |role: &str| (n.block)(i, role);
+            let mut dense = |role: &str, out: usize, inp: usize, bias: bool| {
+                load_linear(weights, &name(role), [out, inp], bias, arch, device, dtype)
+            };
+            let bias = config.qkv_bias;
+            let (q, k, v) = (
+                dense("q", h, h, bias)?,
+                dense("k", kv, h, bias)?,
+                dense("v", kv, h, bias)?,
+            );
+            let o = dense("o", h, h, false)?;
+            let (gate, up, down) = (
+                dense("gate", f, h, false)?,
+                dense("up", f, h, false)?,
+                dense("down", h, f, false)?,
+            );
+            blocks.push(Block {
+                attn_norm: weights.load(&name("attn_norm"), [h], arch, device, dtype)?,
+                ffn_norm: weights.load(&name("ffn_norm"), [h], arch, device, dtype)?,
+                q,
+                k,
+                v,
+                o,
+                gate,
+                up,
+                down,
+            });
+        }
+        let embedding = weights.load(&n.embedding, [rows, h], arch, device, dtype)?;
+        let final_norm = weights.load(&n.final_norm, [h], arch, device, dtype)?;
+        let head = if config.tied_embeddings {
+            embedding.clone().transpose()
+        } else {
+            weights
+                .load(&n.head, [rows, h], arch, device, dtype)?
+                .transpose()
+        };
+        Ok(Network {
+            config,
+            embedding,
+            blocks,
+            final_norm,
+            head,
+            device: device.clone(),
+        })
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Token ids (the checkpoint's own, mask = `mask_token_id`) as a `[batch, length]` tensor.
+    /// An id outside the embedding table is an error.
+    pub fn ids_tensor(&self, ids: &[u32], batch: usize, length: usize) -> Result<Tensor<2, Int>> {
+        if ids.len() != batch * length || batch == 0 || length == 0 {
+            return Err(HfError::Input(format!(
+                "{} token ids for a {batch} × {length} batch",
+                ids.len()
+            )));
+        }
+        if let Some(&bad) = ids.iter().find(|&&t| t as usize >= self.config.vocab_rows) {
+            return Err(HfError::Input(format!(
+                "token id {bad} is outside the checkpoint's {} embedding rows",
+                self.config.vocab_rows
+            )));
+        }
+        if length > self.config.max_length {
+            return Err(HfError::Input(format!(
+                "length {length} exceeds the checkpoint's maximum of {} positions (config.json)",
+                self.config.max_length
+            )));
+        }
+        let ids: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
+        Ok(Tensor::<2, Int>::from_data(
+            TensorData::new(ids, [batch, length]),
+            &self.device,
+        ))
+    }
+
+    /// The network's logits `[batch, length, vocab_rows]` for `ids: [batch, length]`: the raw
+    /// output of the reference modelling code's forward pass (Dream's not yet shifted).
+    pub fn forward(&self, ids: Tensor<2, Int>) -> Tensor<3> {
+        let c = &self.config;
+        let [_, length] = ids.dims();
+        let mut x = embedding(self.embedding.clone(), ids);
+        if c.scale_embeddings {
+            x = x.mul_scalar((c.hidden as f64).sqrt());
+        }
+        let (cos, sin) = rope_tables(length, c.head_dim(), c.rope_theta, &x);
+        for block in &self.blocks {
+            x = block.forward(x, &cos, &sin, c);
+        }
+        let x = rms_norm(x, &self.final_norm, c.rms_norm_eps);
+        let logits = linear(x, self.head.clone(), None);
+        if c.scale_logits {
+            logits.mul_scalar(1.0 / (c.hidden as f64).sqrt())
+        } else {
+            logits
+        }
+    }
+}
+
+impl Block {
+    /// q `[b, heads, n, d]` and k, v `[b, kv_heads, n, d]` of `x: [b, n, hidden]`, RoPE applied
+    /// with tables for the positions of `x`.
+    fn qkv(
+        &self,
+        x: Tensor<3>,
+        cos: &Tensor<4>,
+        sin: &Tensor<4>,
+        c: &ModelConfig,
+    ) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+        let [b, n, _] = x.dims();
+        let d = c.head_dim();
+        let xn = rms_norm(x, &self.attn_norm, c.rms_norm_eps);
+        let split = |t: Tensor<3>, heads: usize| t.reshape([b, n, heads, d]).swap_dims(1, 2);
+        let q = rope(split(self.q.forward(xn.clone()), c.heads), cos, sin);
+        let k = rope(split(self.k.forward(xn.clone()), c.kv_heads), cos, sin);
+        let v = split(self.v.forward(xn), c.kv_heads);
+        (q, k, v)
+    }
+
+    /// Attention of `q` over `k`, `v` (key/value heads shared by groups of query heads), then
+    /// the residual update and the feed-forward layer.
+    fn finish(
+        &self,
+        x: Tensor<3>,
+        q: Tensor<4>,
+        (k, v): (Tensor<4>, Tensor<4>),
+        mask: Option<Tensor<4, Bool>>,
+        causal: bool,
+        c: &ModelConfig,
+    ) -> Tensor<3> {
+        let [b, n, h] = x.dims();
+        let [_, kv_heads, keys, d] = k.dims();
+        let (k, v) = if kv_heads == c.heads {
+            (k, v)
+        } else {
+            // Query head j reads key/value head j / (heads / kv_heads).
+            let share = |t: Tensor<4>| {
+                t.unsqueeze_dim::<5>(2)
+                    .expand([b, kv_heads, c.heads / kv_heads, keys, d])
+                    .reshape([b, c.heads, keys, d])
+            };
+            (share(k), share(v))
+        };
+        let options = AttentionModuleOptions {
+            is_causal: causal,
+            ..Default::default()
+        };
+        let context = attention(q, k, v, mask, None, options);
+        let x = x + self.o.forward(context.swap_dims(1, 2).reshape([b, n, h]));
+        let xn = rms_norm(x.clone(), &self.ffn_norm, c.rms_norm_eps);
+        let gated = silu(self.gate.forward(xn.clone())) * self.up.forward(xn);
+        x + self.down.forward(gated)
+    }
+
+    fn forward(
+        &self,
+        x: Tensor<3>,
+        cos: &Tensor<4>,
+        sin: &Tensor<4>,
+        c: &ModelConfig,
+    ) -> Tensor<3> {
+        let (q, k, v) = self.qkv(x.clone(), cos, sin, c);
+        let causal = c.architecture.is_autoregressive();
+        self.finish(x, q, (k, v), None, causal, c)
+    }
+
+    /// Feed `x: [b, n, hidden]` at positions `past..past + n`, attending to the cached keys
+    /// and values `0..past` and (causally) to its own; writes its keys and values into `kv`.
+    fn forward_cached(
+        &self,
+        x: Tensor<3>,
+        kv: &mut LayerCache,
+        past: usize,
+        cos: &Tensor<4>,
+        sin: &Tensor<4>,
+        c: &ModelConfig,
+    ) -> Tensor<3> {
+        let (q, k, v) = self.qkv(x.clone(), cos, sin, c);
+        let [b, kv_heads, n, d] = k.dims();
+        let total = past + n;
+        let slot = [0..b, 0..kv_heads, past..total, 0..d];
+        // Each buffer is moved out and back, so that it stays uniquely held and
+        // `slice_assign` writes into it instead of copying it.
+        let buffer = std::mem::replace(&mut kv.k, k.clone());
+        kv.k = buffer.slice_assign(slot.clone(), k);
+        let buffer = std::mem::replace(&mut kv.v, v.clone());
+        kv.v = buffer.slice_assign(slot, v);
+        let keys = kv.k.clone().narrow(2, 0, total);
+        let values = kv.v.clone().narrow(2, 0, total);
+        let mask = (n > 1).then(|| {
+            // Query i sits at position past + i and may not see key j > past + i.
+            let future: Vec<bool> = (0..n)
+                .flat_map(|i| (0..total).map(move |j| j > past + i))
+                .collect();
+            Tensor::<4, Bool>::from_data(TensorData::new(future, [1, 1, n, total]), &x.device())
+                .expand([b, c.heads, n, total])
+        });
+        self.finish(x, q, (keys, values), mask, false, c)
+    }
+}
+
+/// Keys and values of one block for a whole generation, `[batch, kv_heads, capacity, d]`.
+#[derive(Debug, Clone)]
+pub struct LayerCache {
+    k: Tensor<4>,
+    v: Tensor<4>,
+}
+
+/// The KV cache of an autoregressive network: every block's keys and values, preallocated
+/// for `capacity` positions, and the RoPE tables of those positions.
+#[derive(Debug, Clone)]
+pub struct KvCache {
+    layers: Vec<LayerCache>,
+    /// Positions fed so far.
+    pub len: usize,
+    /// Positions the buffers hold.
+    pub capacity: usize,
+    cos: Tensor<4>,
+    sin: Tensor<4>,
+}
+
+impl Network {
+    /// An empty KV cache for `batch` sequences of up to `capacity` positions.
+    pub fn empty_cache(&self, batch: usize, capacity: usize) -> Result<KvCache> {
+        let c = &self.config;
+        if capacity > c.max_length {
+            return Err(HfError::Input(format!(
+                "{capacity} positions exceed the checkpoint's maximum of {} (config.json)",
+                c.max_length
+            )));
+        }
+        let like = self.embedding.clone().unsqueeze_dim::<3>(0);
+        let (cos, sin) = rope_tables(capacity, c.head_dim(), c.rope_theta, &like);
+        let shape = [batch, c.kv_heads, capacity, c.head_dim()];
+        let dtype = self.embedding.dtype();
+        let zeros = || Tensor::<4>::zeros(shape, (&self.device, dtype));
+        Ok(KvCache {
+            layers: (0..c.layers)
+                .map(|_| LayerCache {
+                    k: zeros(),
+                    v: zeros(),
+                })
+                .collect(),
+            len: 0,
+            capacity,
+            cos,
+            sin,
+        })
+    }
+
+    /// Incremental causal forward pass: feeds `ids: [batch, n]` at positions `cache.len..`,
+    /// using and extending the cache; logits `[batch, n, vocab_rows]`, the same as the full
+    /// forward pass's at those positions.
+    pub fn forward_cached(&self, ids: Tensor<2, Int>, cache: &mut KvCache) -> Result<Tensor<3>> {
+        let c = &self.config;
+        let [batch, n] = ids.dims();
+        let past = cache.len;
+        if past + n > cache.capacity {
+            return Err(HfError::Input(format!(
+                "the KV cache holds {} positions; {past} fed and {n} more asked",
+                cache.capacity
+            )));
+        }
+        if cache.layers.first().is_some_and(|l| l.k.dims()[0] != batch) {
+            return Err(HfError::Input(
+                "the KV cache was made for another batch size".into(),
+            ));
+        }
+        let cos = cache.cos.clone().narrow(2, past, n);
+        let sin = cache.sin.clone().narrow(2, past, n);
+        let mut x = embedding(self.embedding.clone(), ids);
+        for (block, kv) in self.blocks.iter().zip(cache.layers.iter_mut()) {
+            x = block.forward_cached(x, kv, past, &cos, &sin, c);
+        }
+        cache.len += n;
+        let x = rms_norm(x, &self.final_norm, c.rms_norm_eps);
+        Ok(linear(x, self.head.clone(), None))
+    }
+}
+
+/// A dense layer `{name}.weight` `[out, in]` (and `{name}.bias` `[out]`).
+fn load_linear(
+    weights: &mut WeightStore,
+    name: &str,
+    [out, inp]: [usize; 2],
+    bias: bool,
+    arch: &'static str,
+    device: &Device,
+    dtype: DType,
+) -> Result<Linear> {
+    let weight = weights.load(&format!("{name}.weight"), [out, inp], arch, device, dtype)?;
+    let bias = match bias {
+        true => Some(weights.load(&format!("{name}.bias"), [out], arch, device, dtype)?),
+        false => None,
+    };
+    Ok(Linear {
+        weight: weight.transpose(),
+        bias,
+    })
+}
+
+/// `x · rsqrt(mean(x²) + eps) · weight` over the last dimension, normalised in f32 and cast
+/// back before the weight, as the reference code does in half precision.
+fn rms_norm(x: Tensor<3>, weight: &Tensor<1>, eps: f64) -> Tensor<3> {
+    let h = weight.dims()[0];
+    let dtype = x.dtype();
+    let x = x.cast(FloatDType::F32);
+    let inv_rms = x
+        .clone()
+        .square()
+        .mean_dim(2)
+        .add_scalar(eps)
+        .sqrt()
+        .recip();
+    let normed = (x * inv_rms).cast(float_dtype(dtype));
+    normed * weight.clone().reshape([1, 1, h])
+}
+
+/// The float dtype of a float tensor's [`DType`].
+fn float_dtype(dtype: DType) -> FloatDType {
+    match dtype {
+        DType::F16 => FloatDType::F16,
+        DType::BF16 => FloatDType::BF16,
+        DType::F64 => FloatDType::F64,
+        _ => FloatDType::F32,
+    }
+}
+
+/// RoPE's cos and sin tables `[1, 1, length, head_dim]`, in the dtype and on the device of
+/// `like`. Computed as the reference code does in f32: `inv_freq` rounded to f32, angles as
+/// f32 products `position · inv_freq`, then cos/sin.
+fn rope_tables(length: usize, d: usize, theta: f64, like: &Tensor<3>) -> (Tensor<4>, Tensor<4>) {
+    let half = d / 2;
+    let inv_freq: Vec<f32> = (0..half)
+        .map(|i| {
+            let exponent = (2 * i) as f32 / d as f32;
+            1.0f32 / ((theta as f32) as f64).powf(exponent as f64) as f32
+        })
+        .collect();
+    let mut cos = Vec::with_capacity(length * d);
+    let mut sin = Vec::with_capacity(length * d);
+    for p in 0..length {
+        for _ in 0..2 {
+            for f in &inv_freq {
+                let angle = (p as f32 * f) as f64;
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+    }
+    let device = like.device();
+    let dtype = like.dtype();
+    let table = |v: Vec<f32>| {
+        Tensor::<4>::from_data(TensorData::new(v, [1, 1, length, d]), (&device, dtype))
+    };
+    (table(cos), table(sin))
+}
+
+/// `x · cos + rotate_half(x) · sin` with `rotate_half(x) = cat(−x[d/2..], x[..d/2])`.
+fn rope(x: Tensor<4>, cos: &Tensor<4>, sin: &Tensor<4>) -> Tensor<4> {
+    let d = x.dims()[3];
+    let first = x.clone().narrow(3, 0, d / 2);
+    let second = x.clone().narrow(3, d / 2, d / 2);
+    let rotated = Tensor::cat(vec![second.neg(), first], 3);
+    x * cos.clone() + rotated * sin.clone()
+}

@@ -1,0 +1,231 @@
+//! The `dlm-hf` plugin: model `checkpoint`, a LLaDA or Dream checkpoint folder answering text
+//! tasks through every SDK denoiser sampler, and model `ar-checkpoint`, a LLaMA or Qwen2
+//! checkpoint folder decoded by the `ar` sampler with a KV cache.
+
+use crate::checkpoint::{parse_dtype, ArCheckpoint, Checkpoint};
+use crate::error::HfError;
+use burn::tensor::Device;
+use dlm_sdk::sampler::AutoregressiveModel;
+use dlm_sdk::tokenizer::TextModel;
+use dlm_sdk::{
+    ComponentInfo, DenoiserModel, GenerateRequest, Model, ModelOpenConfig, Plugin, PluginError,
+    Result,
+};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// The plugin's name.
+pub const PLUGIN_NAME: &str = "dlm-hf";
+
+/// The model's `config` in a suite.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenConfig {
+    /// The checkpoint folder: config.json, model.safetensors (or shards with
+    /// model.safetensors.index.json) and tokenizer.json. A relative path is taken from the
+    /// directory dlm-bench runs in.
+    pub path: PathBuf,
+    /// Compute dtype: `f32` (default), `f16` or `bf16`; weights stored in another of the three
+    /// are converted as they load.
+    #[serde(default)]
+    pub dtype: Option<String>,
+    /// Compute device: `flex` (default; CPU), `cpu`, and with the Cargo features `wgpu`,
+    /// `cuda` / `cuda:N`.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// The end-of-text token (default: the first of [`dlm_sdk::tokenizer::EOS_NAMES`] in the
+    /// vocabulary).
+    #[serde(default)]
+    pub eos_token: Option<String>,
+    /// LLaDA's `gen_length`: every batch gets a completion region of exactly this many tokens
+    /// after its longest prompt (with `batch_size: 1`, after each prompt), whatever the suite's
+    /// `lengths`, which then only labels the cells. Without it the region is what the cell's
+    /// length leaves after each prompt.
+    #[serde(default)]
+    pub generation_length: Option<usize>,
+}
+
+/// A text model whose completion region is `tokens` long after the longest prompt of each
+/// batch (`generation_length`).
+pub struct FixedGeneration<M: Model> {
+    pub inner: TextModel<M>,
+    pub tokens: usize,
+    /// The checkpoint's maximum number of positions.
+    pub max_length: usize,
+}
+
+impl<M: Model> Model for FixedGeneration<M> {
+    fn generate(
+        &mut self,
+        request: &GenerateRequest,
+    ) -> Result<(Vec<Vec<u32>>, dlm_sdk::GenerateReply)> {
+        let Some(prompts) = &request.prompt_texts else {
+            return self.inner.generate(request);
+        };
+        let mut longest = 0;
+        for p in prompts {
+            longest = longest.max(self.inner.tokenizer.encode(&p.text)?.len());
+        }
+        let length = longest + self.tokens;
+        if length > self.max_length {
+            return Err(PluginError(format!(
+                "the longest prompt of the batch ({longest} tokens) plus generation_length {} exceeds the checkpoint's {} positions",
+                self.tokens, self.max_length
+            )));
+        }
+        let mut sampler = request.sampler.clone();
+        if dlm_sdk::sampler::info(&sampler.name).one_step_per_token {
+            // One position per step: the step count follows the length it decodes.
+            sampler.steps = length;
+        }
+        self.inner.generate(&GenerateRequest {
+            length,
+            sampler,
+            ..request.clone()
+        })
+    }
+}
+
+/// Parse a device name. GPU devices need the matching Cargo feature.
+pub fn parse_device(name: Option<&str>) -> std::result::Result<(Device, String), HfError> {
+    match name.unwrap_or("flex") {
+        "flex" | "cpu" => Ok((Device::flex(), "cpu".into())),
+        #[cfg(feature = "wgpu")]
+        "wgpu" => Ok((
+            Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
+            "wgpu".into(),
+        )),
+        #[cfg(feature = "cuda")]
+        "cuda" => Ok((Device::cuda(0), "cuda:0".into())),
+        #[cfg(feature = "cuda")]
+        s if s.starts_with("cuda:") => s[5..]
+            .parse::<usize>()
+            .map(|i| (Device::cuda(i), s.to_string()))
+            .map_err(|_| HfError::Setting(format!("bad CUDA device `{s}`"))),
+        other => Err(HfError::Setting(format!(
+            "unknown or unavailable device `{other}`: this build of dlm-hf supports flex{}{} \
+             (GPU backends are the Cargo features `wgpu` and `cuda`)",
+            if cfg!(feature = "wgpu") { ", wgpu" } else { "" },
+            if cfg!(feature = "cuda") {
+                ", cuda[:N]"
+            } else {
+                ""
+            },
+        ))),
+    }
+}
+
+/// Open model `checkpoint` (diffusion) or, with `autoregressive`, `ar-checkpoint` for the
+/// task in `open`.
+pub fn open_checkpoint_model(
+    open: &ModelOpenConfig,
+    autoregressive: bool,
+) -> Result<Box<dyn Model>> {
+    let config: OpenConfig = serde_json::from_value(open.config.clone()).map_err(|e| {
+        PluginError(format!(
+            "model config: {e} (dlm-hf's checkpoints take path, dtype, device, eos_token, generation_length)"
+        ))
+    })?;
+    if open.train.is_some() || open.checkpoint.is_some() {
+        return Err(
+            "dlm-hf's checkpoints are not trained by the harness; remove `train:` from the model"
+                .into(),
+        );
+    }
+    let task = &open.task.description;
+    let Some(text) = &task.text else {
+        return Err(PluginError(format!(
+            "task `{}` is not a text task; a Hugging Face checkpoint answers text tasks (gsm8k, arith, mbpp, …) with its own tokenizer",
+            task.label
+        )));
+    };
+    let (device, label) = parse_device(config.device.as_deref())?;
+    let dtype = parse_dtype(config.dtype.as_deref())?;
+    let (path, eos) = (&config.path, config.eos_token.as_deref());
+    let stop = text.stop.clone();
+    let eos_hint = |e: PluginError| PluginError(format!("{e} (`eos_token` in the model config)"));
+    let (model, max): (Box<dyn Model>, usize) = if autoregressive {
+        let ckpt = ArCheckpoint::open(path, &device, &label, dtype, eos)?;
+        let max = ckpt.generator.net.config.max_length;
+        let ar = AutoregressiveModel {
+            model: ckpt.generator,
+        };
+        let model = TextModel::new(ar, ckpt.tokenizer, stop).map_err(eos_hint)?;
+        (fixed_generation(model, config.generation_length, max)?, max)
+    } else {
+        let ckpt = Checkpoint::open(path, &device, &label, dtype, eos)?;
+        let max = ckpt.denoiser.net.config.max_length;
+        let denoiser = DenoiserModel::new(ckpt.denoiser);
+        let model = TextModel::new(denoiser, ckpt.tokenizer, stop).map_err(eos_hint)?;
+        (fixed_generation(model, config.generation_length, max)?, max)
+    };
+    if task.length > max && config.generation_length.is_none() {
+        return Err(PluginError(format!(
+            "the task's length {} exceeds the {} positions of {} (config.json); lower `lengths`",
+            task.length,
+            max,
+            path.display()
+        )));
+    }
+    Ok(model)
+}
+
+/// `model`, with a fixed completion region when `generation_length` is set.
+fn fixed_generation<M: Model + 'static>(
+    model: TextModel<M>,
+    generation_length: Option<usize>,
+    max_length: usize,
+) -> Result<Box<dyn Model>> {
+    match generation_length {
+        None => Ok(Box::new(model)),
+        Some(0) => Err("generation_length must be at least 1".into()),
+        Some(tokens) => Ok(Box::new(FixedGeneration {
+            inner: model,
+            tokens,
+            max_length,
+        })),
+    }
+}
+
+/// The plugin.
+pub struct HfPlugin;
+
+impl Plugin for HfPlugin {
+    const NAME: &'static str = PLUGIN_NAME;
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DESCRIPTION: &'static str =
+        "Hugging Face checkpoints of diffusion LLMs (LLaDA, Dream) with their tokenizers, on Burn";
+    const HAS_MODELS: bool = true;
+
+    fn models() -> Vec<ComponentInfo> {
+        let ar = dlm_sdk::sampler::info("ar");
+        vec![
+            dlm_sdk::denoiser_component(
+            "checkpoint",
+            "a LLaDA (LLaDAModelLM) or Dream (DreamModel) checkpoint folder: config.json, \
+             safetensors weights, tokenizer.json; config: {path: DIR, dtype?: f32|f16|bf16, \
+             device?: flex|wgpu|cuda[:N], eos_token?, generation_length?}; answers text tasks with text",
+                false,
+            ),
+            ComponentInfo {
+                name: "ar-checkpoint".to_string(),
+                description: "a LLaMA (LlamaForCausalLM) or Qwen2 (Qwen2ForCausalLM) checkpoint folder, \
+                              decoded token by token with a KV cache; the same config as `checkpoint`"
+                    .to_string(),
+                capabilities: vec!["autoregressive".to_string()],
+                samplers: vec!["ar".to_string()],
+                sampler_info: vec![ar],
+            },
+        ]
+    }
+
+    fn open_model(name: &str, open: ModelOpenConfig) -> Result<Box<dyn Model>> {
+        match name {
+            "checkpoint" => open_checkpoint_model(&open, false),
+            "ar-checkpoint" => open_checkpoint_model(&open, true),
+            other => Err(PluginError(format!(
+                "plugin `{PLUGIN_NAME}` provides the models `checkpoint` and `ar-checkpoint`, not `{other}`"
+            ))),
+        }
+    }
+}
