@@ -12,6 +12,7 @@ use crate::error::{HfError, Result};
 use crate::model::{KvCache, Network};
 use burn::tensor::activation::softmax;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
+use dlm_sdk::sampler::device::TensorAutoregressive;
 use dlm_sdk::sampler::Autoregressive;
 use dlm_sdk::PluginError;
 
@@ -72,6 +73,68 @@ impl CheckpointGenerator {
     }
 }
 
+impl CheckpointGenerator {
+    /// Append `appended` and return every row's next-token logits over the tokenizer's ids,
+    /// `[batch, vocab]`, in f32 on the device (the protocol of [`Autoregressive::next`]; a
+    /// checkpoint without a beginning-of-sequence token starts from the uniform distribution).
+    pub fn next_logits(&mut self, appended: Option<&[u32]>) -> dlm_sdk::Result<Tensor<2>> {
+        let (batch, vocab) = (self.batch, self.vocab);
+        let started = std::mem::replace(&mut self.started, true);
+        let logits = match (appended, started) {
+            (None, false) => match self.bos {
+                Some(bos) => self.feed(&vec![bos; batch])?,
+                None => {
+                    let device = self.net.device();
+                    return Ok(Tensor::<2>::zeros([batch, vocab], device).cast(FloatDType::F32));
+                }
+            },
+            (None, true) => return Err("`next(None)` is only valid right after `begin`".into()),
+            (Some(_), false) => {
+                return Err("the first `next` after `begin` appends nothing (`None`)".into())
+            }
+            (Some(tokens), true) => {
+                if tokens.len() != batch {
+                    return Err(PluginError(format!(
+                        "{} appended tokens for a batch of {batch}",
+                        tokens.len()
+                    )));
+                }
+                if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
+                    return Err(PluginError(format!(
+                        "appended token {bad} is outside 0..{vocab}"
+                    )));
+                }
+                self.feed(tokens)?
+            }
+        };
+        Ok(logits.cast(FloatDType::F32))
+    }
+}
+
+/// The device path, which `ar-checkpoint` samples with.
+impl TensorAutoregressive for CheckpointGenerator {
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+
+    fn device(&self) -> String {
+        self.label.clone()
+    }
+
+    fn begin(&mut self, batch: usize, length: usize) -> dlm_sdk::Result<()> {
+        Autoregressive::begin(self, batch, length)
+    }
+
+    fn next_logits(&mut self, appended: Option<&[u32]>) -> dlm_sdk::Result<Tensor<2>> {
+        CheckpointGenerator::next_logits(self, appended)
+    }
+
+    fn synchronize(&mut self) {
+        Autoregressive::synchronize(self)
+    }
+}
+
+/// The host path: the reference for tests.
 impl Autoregressive for CheckpointGenerator {
     fn vocab_size(&self) -> usize {
         self.vocab
@@ -99,35 +162,7 @@ impl Autoregressive for CheckpointGenerator {
                 batch * vocab
             )));
         }
-        let started = std::mem::replace(&mut self.started, true);
-        let logits = match (appended, started) {
-            (None, false) => match self.bos {
-                Some(bos) => self.feed(&vec![bos; batch])?,
-                None => {
-                    out.fill(1.0);
-                    return Ok(());
-                }
-            },
-            (None, true) => return Err("`next(None)` is only valid right after `begin`".into()),
-            (Some(_), false) => {
-                return Err("the first `next` after `begin` appends nothing (`None`)".into())
-            }
-            (Some(tokens), true) => {
-                if tokens.len() != batch {
-                    return Err(PluginError(format!(
-                        "{} appended tokens for a batch of {batch}",
-                        tokens.len()
-                    )));
-                }
-                if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
-                    return Err(PluginError(format!(
-                        "appended token {bad} is outside 0..{vocab}"
-                    )));
-                }
-                self.feed(tokens)?
-            }
-        };
-        let probs = softmax(logits.cast(FloatDType::F32), 1)
+        let probs = softmax(self.next_logits(appended)?, 1)
             .into_data_as::<f32>()
             .try_into_vec::<f32>()
             .map_err(|e| PluginError(format!("reading the probabilities back: {e:?}")))?;

@@ -20,6 +20,7 @@ use crate::error::{HfError, Result};
 use crate::model::Network;
 use burn::tensor::activation::softmax;
 use burn::tensor::{FloatDType, Tensor, TensorData};
+use dlm_sdk::sampler::device::TensorDenoiser;
 use dlm_sdk::{Denoiser, PluginError};
 
 /// A LLaDA or Dream checkpoint answering the SDK's denoiser calls.
@@ -133,6 +134,32 @@ pub fn shift_right(logits: Tensor<3>) -> Tensor<3> {
     )
 }
 
+/// The device path, which `checkpoint` samples with: the logits (in f32) stay on the device.
+impl TensorDenoiser for CheckpointDenoiser {
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+
+    fn device(&self) -> String {
+        self.label.clone()
+    }
+
+    fn logits(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        _t: f64,
+    ) -> dlm_sdk::Result<Tensor<3>> {
+        Ok(CheckpointDenoiser::logits(self, tokens, batch, length)?.cast(FloatDType::F32))
+    }
+
+    fn synchronize(&mut self) {
+        let _ = self.net.device().sync();
+    }
+}
+
+/// The host path: the reference for tests.
 impl Denoiser for CheckpointDenoiser {
     fn vocab_size(&self) -> usize {
         self.vocab

@@ -5,11 +5,10 @@
 use crate::checkpoint::{parse_dtype, ArCheckpoint, Checkpoint};
 use crate::error::HfError;
 use burn::tensor::Device;
-use dlm_sdk::sampler::AutoregressiveModel;
+use dlm_sdk::sampler::device::{TensorAutoregressiveModel, TensorDenoiserModel};
 use dlm_sdk::tokenizer::TextModel;
 use dlm_sdk::{
-    ComponentInfo, DenoiserModel, GenerateRequest, Model, ModelOpenConfig, Plugin, PluginError,
-    Result,
+    ComponentInfo, GenerateRequest, Model, ModelOpenConfig, Plugin, PluginError, Result,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -147,7 +146,7 @@ pub fn open_checkpoint_model(
     let (model, max): (Box<dyn Model>, usize) = if autoregressive {
         let ckpt = ArCheckpoint::open(path, &device, &label, dtype, eos)?;
         let max = ckpt.generator.net.config.max_length;
-        let ar = AutoregressiveModel {
+        let ar = TensorAutoregressiveModel {
             model: ckpt.generator,
         };
         let model = TextModel::new(ar, ckpt.tokenizer, stop).map_err(eos_hint)?;
@@ -155,7 +154,9 @@ pub fn open_checkpoint_model(
     } else {
         let ckpt = Checkpoint::open(path, &device, &label, dtype, eos)?;
         let max = ckpt.denoiser.net.config.max_length;
-        let denoiser = DenoiserModel::new(ckpt.denoiser);
+        let denoiser = TensorDenoiserModel {
+            denoiser: ckpt.denoiser,
+        };
         let model = TextModel::new(denoiser, ckpt.tokenizer, stop).map_err(eos_hint)?;
         (fixed_generation(model, config.generation_length, max)?, max)
     };
