@@ -17,6 +17,7 @@ use burn_std::Bytes;
 use bytemuck::Pod;
 use num_traits::Float;
 
+use crate::ops::unary::{exp_or_zero, exp_underflow_cutoff};
 use crate::{FlexTensor, Layout};
 
 /// KV tile size for flash attention.
@@ -647,9 +648,10 @@ fn flash_attention_head<T: FlashGemm>(
                 tile_max
             };
 
+            let cutoff = exp_underflow_cutoff::<T>();
             let mut tile_sum = T::zero();
             for score in score_row.iter_mut() {
-                let e = (*score - new_max).exp();
+                let e = exp_or_zero(*score - new_max, cutoff);
                 *score = e;
                 tile_sum += e;
             }
@@ -711,6 +713,144 @@ fn flash_attention_head<T: FlashGemm>(
         }
         // sum == 0 means all positions masked; output stays zero
     }
+}
+
+/// Scale, mask, softcap, causal mask and bias, then softmax, of every score row; the
+/// general case, one element at a time.
+#[allow(clippy::too_many_arguments)]
+fn softmax_rows_general<T: FlashGemm>(
+    scores: &mut [T],
+    mask: Option<&[u8]>,
+    bias: Option<&[T]>,
+    scale: T,
+    softcap: Option<T>,
+    causal_offset: Option<isize>,
+    seq_q: usize,
+    seq_kv: usize,
+) {
+    let neg_inf = T::neg_infinity();
+    for qi in 0..seq_q {
+        let row = &mut scores[qi * seq_kv..(qi + 1) * seq_kv];
+
+        let mut row_max = neg_inf;
+        for (ki, s) in row.iter_mut().enumerate() {
+            let mut val = *s * scale;
+
+            if let Some(cap) = softcap {
+                val = cap * (val / cap).tanh();
+            }
+
+            if let Some(m) = mask
+                && m[qi * seq_kv + ki] != 0
+            {
+                val = neg_inf;
+            }
+
+            if let Some(offset) = causal_offset
+                && (ki as isize) > (qi as isize) + offset
+            {
+                val = neg_inf;
+            }
+
+            if let Some(b) = bias {
+                val += b[qi * seq_kv + ki];
+            }
+
+            *s = val;
+            if val > row_max {
+                row_max = val;
+            }
+        }
+
+        if row_max == neg_inf {
+            row.fill(T::zero());
+            continue;
+        }
+
+        let cutoff = exp_underflow_cutoff::<T>();
+        let mut sum = T::zero();
+        for s in row.iter_mut() {
+            let e = exp_or_zero(*s - row_max, cutoff);
+            *s = e;
+            sum += e;
+        }
+
+        let inv_sum = T::one() / sum;
+        for s in row.iter_mut() {
+            *s = *s * inv_sum;
+        }
+    }
+}
+
+/// The same as [`softmax_rows_general`] without a boolean mask or softcap, the common case
+/// (plain, biased and causal attention). No per-element branch is left in the
+/// scale-and-bias pass, the row maximum or the normalisation, so those vectorise; a causal
+/// row only visits its visible prefix and zero-fills the rest, where the general loop would
+/// take `exp(-inf)` of every future key. The values are the same as the general path's:
+/// the same operations in the same order on every visible element, and exact zeros elsewhere.
+fn softmax_rows_unmasked<T: FlashGemm>(
+    scores: &mut [T],
+    bias: Option<&[T]>,
+    scale: T,
+    causal_offset: Option<isize>,
+    seq_q: usize,
+    seq_kv: usize,
+) {
+    let neg_inf = T::neg_infinity();
+    let cutoff = exp_underflow_cutoff::<T>();
+    for qi in 0..seq_q {
+        let row = &mut scores[qi * seq_kv..(qi + 1) * seq_kv];
+        let visible = match causal_offset {
+            Some(offset) => (qi as isize + offset + 1).clamp(0, seq_kv as isize) as usize,
+            None => seq_kv,
+        };
+        let (row, hidden) = row.split_at_mut(visible);
+        hidden.fill(T::zero());
+        match bias {
+            Some(b) => {
+                let b = &b[qi * seq_kv..qi * seq_kv + visible];
+                for (s, &bias) in row.iter_mut().zip(b) {
+                    *s = *s * scale + bias;
+                }
+            }
+            None => row.iter_mut().for_each(|s| *s = *s * scale),
+        }
+        let row_max = lane_max(row);
+        if row_max == neg_inf {
+            row.fill(T::zero());
+            continue;
+        }
+        let mut sum = T::zero();
+        for s in row.iter_mut() {
+            let e = exp_or_zero(*s - row_max, cutoff);
+            *s = e;
+            sum += e;
+        }
+        let inv_sum = T::one() / sum;
+        row.iter_mut().for_each(|s| *s = *s * inv_sum);
+    }
+}
+
+/// The largest element of `row` (`-inf` if empty; NaNs are skipped, as `v > max` skips
+/// them), over eight independent lanes so that the comparison vectorises.
+#[inline]
+fn lane_max<T: Float>(row: &[T]) -> T {
+    let mut lanes = [T::neg_infinity(); 8];
+    let mut chunks = row.chunks_exact(8);
+    for chunk in &mut chunks {
+        for (m, &v) in lanes.iter_mut().zip(chunk) {
+            if v > *m {
+                *m = v;
+            }
+        }
+    }
+    let mut max = T::neg_infinity();
+    for &v in lanes.iter().chain(chunks.remainder()) {
+        if v > max {
+            max = v;
+        }
+    }
+    max
 }
 
 /// Naive attention: mathematically equivalent to flash but without KV tiling.
@@ -924,7 +1064,6 @@ fn naive_attention_head<T: FlashGemm>(
     mask_bias: (Option<&[u8]>, Option<&[T]>),
 ) {
     let (mask, bias) = mask_bias;
-    let neg_inf = T::neg_infinity();
     let AttentionParams {
         scale,
         softcap,
@@ -956,55 +1095,10 @@ fn naive_attention_head<T: FlashGemm>(
         });
     }
 
-    for qi in 0..seq_q {
-        let row = &mut scores[qi * seq_kv..(qi + 1) * seq_kv];
-
-        let mut row_max = neg_inf;
-        for (ki, s) in row.iter_mut().enumerate() {
-            let mut val = *s * scale;
-
-            if let Some(cap) = softcap {
-                val = cap * (val / cap).tanh();
-            }
-
-            if let Some(m) = mask
-                && m[qi * seq_kv + ki] != 0
-            {
-                val = neg_inf;
-            }
-
-            if let Some(offset) = causal_offset
-                && (ki as isize) > (qi as isize) + offset
-            {
-                val = neg_inf;
-            }
-
-            if let Some(b) = bias {
-                val += b[qi * seq_kv + ki];
-            }
-
-            *s = val;
-            if val > row_max {
-                row_max = val;
-            }
-        }
-
-        if row_max == neg_inf {
-            row.fill(T::zero());
-            continue;
-        }
-
-        let mut sum = T::zero();
-        for s in row.iter_mut() {
-            let e = (*s - row_max).exp();
-            *s = e;
-            sum += e;
-        }
-
-        let inv_sum = T::one() / sum;
-        for s in row.iter_mut() {
-            *s = *s * inv_sum;
-        }
+    if mask.is_none() && softcap.is_none() {
+        softmax_rows_unmasked(scores, bias, scale, causal_offset, seq_q, seq_kv);
+    } else {
+        softmax_rows_general(scores, mask, bias, scale, softcap, causal_offset, seq_q, seq_kv);
     }
 
     // output = softmax(scores) @ V
@@ -1177,6 +1271,50 @@ mod tests {
                 out_ref.storage(),
                 &alloc::format!("{label} gqa(q={q_heads},kv={kv_heads}) vs repeated-kv"),
             );
+        }
+    }
+
+    #[test]
+    fn unmasked_softmax_rows_equal_the_general_path_bit_for_bit() {
+        // Scores spread over ±60 with an ALiBi-like bias down to -500 (rows with many
+        // underflowing entries), plain and causal with three offsets: the fast path must give
+        // exactly the general path's values.
+        let (seq_q, seq_kv) = (13, 37);
+        let mut state = 12345u32;
+        let mut next = || {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state >> 8) as f32 / (1u32 << 24) as f32
+        };
+        let raw: Vec<f32> = (0..seq_q * seq_kv).map(|_| next() * 120.0 - 60.0).collect();
+        let bias: Vec<f32> = (0..seq_q * seq_kv)
+            .map(|i| -((i % seq_kv) as f32 - (i / seq_kv) as f32).abs() * 14.0 * next())
+            .collect();
+        for causal in [None, Some(0isize), Some(seq_kv as isize - seq_q as isize), Some(-3)] {
+            for bias in [None, Some(&bias[..])] {
+                let mut fast = raw.clone();
+                let mut general = raw.clone();
+                super::softmax_rows_unmasked(&mut fast, bias, 0.3, causal, seq_q, seq_kv);
+                super::softmax_rows_general(
+                    &mut general, None, bias, 0.3, None, causal, seq_q, seq_kv,
+                );
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&fast), bits(&general), "causal {causal:?}, bias {}", bias.is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn exp_or_zero_is_exp_everywhere() {
+        // Every f32 in [-120, 0] at a step of 2^-10, and the cutoff's own neighbourhood: the
+        // shortcut must change no value, only skip the calls that round to 0.
+        let cutoff = crate::ops::unary::exp_underflow_cutoff::<f32>();
+        let around = (-64..=64).map(|i| cutoff + i as f32 * 1e-3);
+        for x in (0..=120 * 1024).map(|i| -(i as f32) / 1024.0).chain(around) {
+            assert_eq!(crate::ops::unary::exp_or_zero(x, cutoff).to_bits(), x.exp().to_bits(), "x = {x}");
+        }
+        let cutoff = crate::ops::unary::exp_underflow_cutoff::<f64>();
+        for x in (0..=800 * 64).map(|i| -(i as f64) / 64.0) {
+            assert_eq!(crate::ops::unary::exp_or_zero(x, cutoff).to_bits(), x.exp().to_bits(), "x = {x}");
         }
     }
 
