@@ -3,6 +3,8 @@
 //! test build's dependencies).
 #![allow(dead_code)]
 
+pub mod backend;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -11,7 +11,8 @@
 //!   per-token work of the network plus attention over P cached positions, which reads the
 //!   whole cache: O(P), but without the per-token copy of it.
 //!
-//! Run: `cargo bench -p dlm-neural --bench neural`.
+//! Run: `cargo bench -p dlm-neural --bench neural`. `DLM_NEURAL_BENCH_DEVICE` picks another
+//! device than flex, one this build supports (`tch` with `--features tch`: tools/tch/test.sh).
 
 use burn::optim::GradientsParams;
 use burn::tensor::activation::softmax;
@@ -45,8 +46,15 @@ fn config() -> NetConfig {
     NetConfig::cpu().resolved(LENGTH).unwrap()
 }
 
+/// flex, or the device `DLM_NEURAL_BENCH_DEVICE` names.
+fn bench_device() -> Device {
+    let name = std::env::var("DLM_NEURAL_BENCH_DEVICE").ok();
+    dlm_neural::plugin::parse_device(name.as_deref())
+        .expect("DLM_NEURAL_BENCH_DEVICE names a device this build of dlm-neural supports")
+}
+
 fn mdm_forward(c: &mut Criterion) {
-    let device = Device::flex();
+    let device = bench_device();
     let batch = 16;
     let mut denoiser = MdmDenoiser {
         net: Transformer::new(ModelKind::Mdm, &config(), VOCAB, 0, &device),
@@ -71,7 +79,7 @@ fn mdm_forward(c: &mut Criterion) {
 }
 
 fn train_step(c: &mut Criterion) {
-    let device = Device::flex().autodiff();
+    let device = bench_device().autodiff();
     let batch = 8;
     let mut net = Some(Transformer::new(
         ModelKind::Mdm,
@@ -100,7 +108,7 @@ fn train_step(c: &mut Criterion) {
 }
 
 fn ar_next_token(c: &mut Criterion) {
-    let device = Device::flex();
+    let device = bench_device();
     let batch = 16;
     let net = Transformer::new(ModelKind::Ar, &config(), VOCAB, 0, &device);
     let mut group = c.benchmark_group("ar_next_token");

@@ -35,7 +35,8 @@ pub struct OpenConfig {
     /// Seed of the untrained weights.
     #[serde(default)]
     pub seed: u64,
-    /// Compute device: `flex` (default; CPU), `cpu`, `wgpu`, `cuda` / `cuda:N`, `tch`.
+    /// Compute device: `flex` (default; CPU), `cpu`, `wgpu`, `cuda` / `cuda:N`, `tch` (LibTorch's
+    /// CPU) / `tch:cpu` / `tch:cuda` / `tch:cuda:N`.
     #[serde(default)]
     pub device: Option<String>,
     /// AR only: use the KV cache (default true); `false` re-runs the whole prefix per token.
@@ -91,12 +92,48 @@ pub fn parse_device(name: Option<&str>) -> Result<Device> {
             .map(Device::cuda)
             .map_err(|_| PluginError(format!("bad CUDA device `{s}`"))),
         #[cfg(feature = "tch")]
-        "tch" => Ok(Device::libtorch()),
+        s if s == "tch" || s.starts_with("tch:") => libtorch_device(s),
         other => Err(PluginError(format!(
             "unknown or unavailable device `{other}`: this build of dlm-neural supports {}",
             available_devices().join(", ")
         ))),
     }
+}
+
+/// `tch` and `tch:cpu` are LibTorch on the CPU, `tch:cuda` and `tch:cuda:N` LibTorch on a CUDA
+/// GPU (cuBLAS, cuDNN). Burn 0.22 marks burn-tch deprecated; it is still the way to PyTorch's
+/// kernels, so the deprecation is allowed here and only here.
+#[cfg(feature = "tch")]
+#[allow(deprecated)]
+fn libtorch_device(name: &str) -> Result<Device> {
+    match name {
+        "tch" | "tch:cpu" => Ok(Device::libtorch()),
+        s => {
+            let index = match s.strip_prefix("tch:cuda") {
+                Some("") => 0,
+                Some(n) => n
+                    .strip_prefix(':')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .ok_or_else(|| bad_libtorch_device(s))?,
+                None => return Err(bad_libtorch_device(s)),
+            };
+            // Without this, the first tensor on a missing GPU panics inside LibTorch.
+            let gpus = tch::Cuda::device_count();
+            if index as i64 >= gpus {
+                return Err(PluginError(format!(
+                    "device `{s}`: LibTorch sees {gpus} CUDA device(s) on this machine"
+                )));
+            }
+            Ok(Device::libtorch_cuda(index))
+        }
+    }
+}
+
+#[cfg(feature = "tch")]
+fn bad_libtorch_device(s: &str) -> PluginError {
+    PluginError(format!(
+        "bad LibTorch device `{s}`: use tch, tch:cpu, tch:cuda or tch:cuda:N"
+    ))
 }
 
 fn available_devices() -> Vec<&'static str> {
@@ -108,7 +145,7 @@ fn available_devices() -> Vec<&'static str> {
         v.push("cuda[:N]");
     }
     if cfg!(feature = "tch") {
-        v.push("tch");
+        v.push("tch[:cpu|:cuda[:N]]");
     }
     v
 }

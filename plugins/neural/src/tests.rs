@@ -181,6 +181,7 @@ fn one_optimizer_step_reduces_the_mdm_loss_on_a_fixed_batch() {
     let grads = GradientsParams::from_grads(before.backward(), &net);
     let net = optim.step(1e-2, net, grads);
     let after = mdm_loss_given(&net, &x0, &noise, batch, length, &device).into_scalar::<f32>();
+    eprintln!("mdm: loss {before_value} -> {after} after one step");
     assert!(before_value.is_finite() && before_value > 0.0);
     assert!(
         after < before_value * 0.99,
@@ -203,6 +204,7 @@ fn one_optimizer_step_reduces_the_ar_loss_on_a_fixed_batch() {
     let grads = GradientsParams::from_grads(before.backward(), &net);
     let net = optim.step(1e-2, net, grads);
     let after = ar_loss(&net, &x0, batch, &device).into_scalar::<f32>();
+    eprintln!("ar: loss {before_value} -> {after} after one step");
     assert!(
         after < before_value * 0.99,
         "loss did not fall: {before_value} -> {after}"
@@ -805,8 +807,44 @@ fn the_ar_loss_counts_only_completion_positions() {
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_logits_match_flex() {
+    logits_match_flex("wgpu");
+}
+
+/// LibTorch computes what flex computes: the same checkpoint's logits on `tch` (LibTorch's CPU
+/// kernels; `DLM_NEURAL_TEST_DEVICE=tch:cuda` in tools/tch/test.sh adds a GPU) and on `flex`.
+#[cfg(feature = "tch")]
+#[test]
+fn tch_logits_match_flex() {
+    logits_match_flex("tch");
+    if let Some(name) = device_name().filter(|n| n.starts_with("tch:cuda")) {
+        logits_match_flex(&name);
+    }
+}
+
+/// LibTorch's device names: `tch:cpu` is `tch`; a CUDA index LibTorch does not see, or a name
+/// it does not know, is refused with a message rather than a panic at the first tensor.
+#[cfg(feature = "tch")]
+#[test]
+fn tch_device_names_are_checked() {
+    use crate::plugin::parse_device;
+    assert_eq!(
+        parse_device(Some("tch:cpu")).unwrap(),
+        parse_device(Some("tch")).unwrap()
+    );
+    let gpus = tch::Cuda::device_count();
+    let err = parse_device(Some(&format!("tch:cuda:{gpus}"))).unwrap_err();
+    assert!(err.0.contains("CUDA device"), "{err:?}");
+    for bad in ["tch:gpu", "tch:cuda:x", "tch:cuda0"] {
+        let err = parse_device(Some(bad)).unwrap_err();
+        assert!(err.0.contains("tch:cuda:N"), "{bad}: {err:?}");
+    }
+}
+
+/// A trained checkpoint's logits on `device` and on `flex` agree to 1e-4 relative to `1 + |flex|`.
+#[cfg(any(feature = "wgpu", feature = "tch"))]
+fn logits_match_flex(device: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let gpu = crate::plugin::parse_device(Some("wgpu")).unwrap();
+    let other = crate::plugin::parse_device(Some(device)).unwrap();
     for kind in [ModelKind::Mdm, ModelKind::Ar] {
         let path = dir.path().join(format!("{}.ckpt", kind.as_str()));
         trained_checkpoint(kind).save(&path).unwrap();
@@ -815,14 +853,14 @@ fn wgpu_logits_match_flex() {
             let ckpt = Checkpoint::load(&path, None, d).unwrap();
             to_host(ckpt.net.forward(tokens_tensor(&tokens, 4, 8, d)))
         };
-        let (cpu, wgpu) = (logits(&Device::flex()), logits(&gpu));
-        assert_eq!(cpu.len(), wgpu.len());
+        let (cpu, theirs) = (logits(&Device::flex()), logits(&other));
+        assert_eq!(cpu.len(), theirs.len());
         let worst = cpu
             .iter()
-            .zip(&wgpu)
+            .zip(&theirs)
             .map(|(a, b)| (a - b).abs() / (1.0 + a.abs()))
             .fold(0f32, f32::max);
-        eprintln!("{kind:?}: largest |flex − wgpu| / (1 + |flex|) = {worst:.2e}");
+        eprintln!("{kind:?}: largest |flex − {device}| / (1 + |flex|) = {worst:.2e}");
         assert!(worst < 1e-4, "{kind:?}: logits differ by up to {worst}");
     }
 }
