@@ -547,6 +547,7 @@ fn flash_attention_head<T: FlashGemm>(
     debug_assert_eq!(output.len(), p.seq_q * p.val_dim);
 
     let neg_inf = T::neg_infinity();
+    let cutoff = exp_underflow_cutoff::<T>();
     let AttentionParams {
         scale,
         softcap,
@@ -648,7 +649,6 @@ fn flash_attention_head<T: FlashGemm>(
                 tile_max
             };
 
-            let cutoff = exp_underflow_cutoff::<T>();
             let mut tile_sum = T::zero();
             for score in score_row.iter_mut() {
                 let e = exp_or_zero(*score - new_max, cutoff);
@@ -729,6 +729,7 @@ fn softmax_rows_general<T: FlashGemm>(
     seq_kv: usize,
 ) {
     let neg_inf = T::neg_infinity();
+    let cutoff = exp_underflow_cutoff::<T>();
     for qi in 0..seq_q {
         let row = &mut scores[qi * seq_kv..(qi + 1) * seq_kv];
 
@@ -767,7 +768,6 @@ fn softmax_rows_general<T: FlashGemm>(
             continue;
         }
 
-        let cutoff = exp_underflow_cutoff::<T>();
         let mut sum = T::zero();
         for s in row.iter_mut() {
             let e = exp_or_zero(*s - row_max, cutoff);
@@ -785,9 +785,10 @@ fn softmax_rows_general<T: FlashGemm>(
 /// The same as [`softmax_rows_general`] without a boolean mask or softcap, the common case
 /// (plain, biased and causal attention). No per-element branch is left in the
 /// scale-and-bias pass, the row maximum or the normalisation, so those vectorise; a causal
-/// row only visits its visible prefix and zero-fills the rest, where the general loop would
-/// take `exp(-inf)` of every future key. The values are the same as the general path's:
-/// the same operations in the same order on every visible element, and exact zeros elsewhere.
+/// row only visits its visible prefix and fills the rest with what the general loop computes
+/// there (`exp(-inf) * inv_sum`: 0, or NaN when the row's sum is NaN). A row whose hidden bias
+/// holds NaN or +inf (a NaN score the general loop spreads over the row) goes through the
+/// general loop. The values are the general path's, bit for bit.
 fn softmax_rows_unmasked<T: FlashGemm>(
     scores: &mut [T],
     bias: Option<&[T]>,
@@ -804,8 +805,26 @@ fn softmax_rows_unmasked<T: FlashGemm>(
             Some(offset) => (qi as isize + offset + 1).clamp(0, seq_kv as isize) as usize,
             None => seq_kv,
         };
+        // A hidden key's score is `-inf + bias`: NaN where the bias is NaN or +inf, which
+        // the general loop carries into the whole row. Such rows take that loop.
+        if let Some(b) = bias
+            && b[qi * seq_kv + visible..(qi + 1) * seq_kv]
+                .iter()
+                .any(|&v| !(v < T::infinity()))
+        {
+            softmax_rows_general(
+                row,
+                None,
+                Some(&b[qi * seq_kv..(qi + 1) * seq_kv]),
+                scale,
+                None,
+                causal_offset.map(|offset| offset + qi as isize),
+                1,
+                seq_kv,
+            );
+            continue;
+        }
         let (row, hidden) = row.split_at_mut(visible);
-        hidden.fill(T::zero());
         match bias {
             Some(b) => {
                 let b = &b[qi * seq_kv..qi * seq_kv + visible];
@@ -818,6 +837,7 @@ fn softmax_rows_unmasked<T: FlashGemm>(
         let row_max = lane_max(row);
         if row_max == neg_inf {
             row.fill(T::zero());
+            hidden.fill(T::zero());
             continue;
         }
         let mut sum = T::zero();
@@ -828,6 +848,9 @@ fn softmax_rows_unmasked<T: FlashGemm>(
         }
         let inv_sum = T::one() / sum;
         row.iter_mut().for_each(|s| *s = *s * inv_sum);
+        // The general loop's `exp(-inf) * inv_sum`: 0, or NaN when a visible score made the
+        // sum NaN.
+        hidden.fill(T::zero() * inv_sum);
     }
 }
 
@@ -1098,7 +1121,16 @@ fn naive_attention_head<T: FlashGemm>(
     if mask.is_none() && softcap.is_none() {
         softmax_rows_unmasked(scores, bias, scale, causal_offset, seq_q, seq_kv);
     } else {
-        softmax_rows_general(scores, mask, bias, scale, softcap, causal_offset, seq_q, seq_kv);
+        softmax_rows_general(
+            scores,
+            mask,
+            bias,
+            scale,
+            softcap,
+            causal_offset,
+            seq_q,
+            seq_kv,
+        );
     }
 
     // output = softmax(scores) @ V
@@ -1277,44 +1309,54 @@ mod tests {
     #[test]
     fn unmasked_softmax_rows_equal_the_general_path_bit_for_bit() {
         // Scores spread over ±60 with an ALiBi-like bias down to -500 (rows with many
-        // underflowing entries), plain and causal with three offsets: the fast path must give
-        // exactly the general path's values.
+        // underflowing entries), special values, plain and causal with three offsets: the fast
+        // path must give exactly the general path's values, NaNs included.
         let (seq_q, seq_kv) = (13, 37);
         let mut state = 12345u32;
         let mut next = || {
             state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             (state >> 8) as f32 / (1u32 << 24) as f32
         };
-        let raw: Vec<f32> = (0..seq_q * seq_kv).map(|_| next() * 120.0 - 60.0).collect();
-        let bias: Vec<f32> = (0..seq_q * seq_kv)
+        let mut raw: Vec<f32> = (0..seq_q * seq_kv).map(|_| next() * 120.0 - 60.0).collect();
+        let mut bias: Vec<f32> = (0..seq_q * seq_kv)
             .map(|i| -((i % seq_kv) as f32 - (i / seq_kv) as f32).abs() * 14.0 * next())
             .collect();
-        for causal in [None, Some(0isize), Some(seq_kv as isize - seq_q as isize), Some(-3)] {
+        // Special values: a NaN, +inf and -inf score early in three rows (visible), and a NaN,
+        // +inf and -inf bias late in three others (hidden by causal masking).
+        let (last, special) = (seq_kv - 1, [f32::NAN, f32::INFINITY, f32::NEG_INFINITY]);
+        for (k, v) in special.into_iter().enumerate() {
+            raw[(1 + k) * seq_kv + k] = v;
+            bias[(5 + k) * seq_kv + last - 2 * k] = v;
+        }
+        raw[9 * seq_kv..10 * seq_kv].fill(f32::NEG_INFINITY);
+        for causal in [
+            None,
+            Some(0isize),
+            Some(seq_kv as isize - seq_q as isize),
+            Some(-3),
+        ] {
             for bias in [None, Some(&bias[..])] {
                 let mut fast = raw.clone();
                 let mut general = raw.clone();
                 super::softmax_rows_unmasked(&mut fast, bias, 0.3, causal, seq_q, seq_kv);
                 super::softmax_rows_general(
-                    &mut general, None, bias, 0.3, None, causal, seq_q, seq_kv,
+                    &mut general,
+                    None,
+                    bias,
+                    0.3,
+                    None,
+                    causal,
+                    seq_q,
+                    seq_kv,
                 );
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&fast), bits(&general), "causal {causal:?}, bias {}", bias.is_some());
+                assert_eq!(
+                    bits(&fast),
+                    bits(&general),
+                    "causal {causal:?}, bias {}",
+                    bias.is_some()
+                );
             }
-        }
-    }
-
-    #[test]
-    fn exp_or_zero_is_exp_everywhere() {
-        // Every f32 in [-120, 0] at a step of 2^-10, and the cutoff's own neighbourhood: the
-        // shortcut must change no value, only skip the calls that round to 0.
-        let cutoff = crate::ops::unary::exp_underflow_cutoff::<f32>();
-        let around = (-64..=64).map(|i| cutoff + i as f32 * 1e-3);
-        for x in (0..=120 * 1024).map(|i| -(i as f32) / 1024.0).chain(around) {
-            assert_eq!(crate::ops::unary::exp_or_zero(x, cutoff).to_bits(), x.exp().to_bits(), "x = {x}");
-        }
-        let cutoff = crate::ops::unary::exp_underflow_cutoff::<f64>();
-        for x in (0..=800 * 64).map(|i| -(i as f64) / 64.0) {
-            assert_eq!(crate::ops::unary::exp_or_zero(x, cutoff).to_bits(), x.exp().to_bits(), "x = {x}");
         }
     }
 
