@@ -24,7 +24,9 @@
 
 use super::{generate_ar_with, generate_with, DenoiseNet, Drawn, NextNet, Params, RowError, Want};
 use crate::{Denoiser, GenerateReply, GenerateRequest, Model, PluginError, Result};
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+mod host_rows;
 
 /// A denoising network whose output stays on its device: the device-path counterpart of
 /// [`Denoiser`]. Wrap it in [`TensorDenoiserModel`] to get every sampler of
@@ -97,10 +99,19 @@ pub fn generate<D: TensorDenoiser + ?Sized>(
     denoiser: &mut D,
     request: &GenerateRequest,
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    generate_by(denoiser, request, Kernel::Auto)
+}
+
+pub(crate) fn generate_by<D: TensorDenoiser + ?Sized>(
+    denoiser: &mut D,
+    request: &GenerateRequest,
+    kernel: Kernel,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
     generate_with(
         &mut DeviceNet {
             denoiser,
             logits: None,
+            kernel,
         },
         request,
     )
@@ -111,11 +122,20 @@ pub fn generate_ar<A: TensorAutoregressive + ?Sized>(
     model: &mut A,
     request: &GenerateRequest,
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    generate_ar_by(model, request, Kernel::Auto)
+}
+
+pub(crate) fn generate_ar_by<A: TensorAutoregressive + ?Sized>(
+    model: &mut A,
+    request: &GenerateRequest,
+    kernel: Kernel,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
     generate_ar_with(
         &mut DeviceNext {
             model,
             logits: None,
             batch: 0,
+            kernel,
         },
         request,
     )
@@ -123,7 +143,9 @@ pub fn generate_ar<A: TensorAutoregressive + ?Sized>(
 
 /// A [`TensorDenoiser`] seen through the host path: softmax on the device, then the whole
 /// distribution copied to the host as f64. The reference the device path is tested against,
-/// and usable wherever a [`Denoiser`] is expected.
+/// and usable wherever a [`Denoiser`] is expected. The softmax uses the arithmetic the device
+/// draw uses there (on flex the fused row kernel's, elsewhere Burn's), so both paths see the
+/// same confidences.
 pub struct OnHost<D>(pub D);
 
 impl<D: TensorDenoiser> Denoiser for OnHost<D> {
@@ -144,8 +166,7 @@ impl<D: TensorDenoiser> Denoiser for OnHost<D> {
         t: f64,
         out: &mut [f64],
     ) -> Result<()> {
-        let probs = probabilities(self.0.logits(tokens, batch, length, t)?);
-        copy_to_host(probs, out)
+        copy_to_host(self.0.logits(tokens, batch, length, t)?, Kernel::Auto, out)
     }
     fn synchronize(&mut self) {
         self.0.synchronize()
@@ -163,16 +184,30 @@ impl<A: TensorAutoregressive> super::Autoregressive for OnHost<A> {
         self.0.begin(batch, length)
     }
     fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()> {
-        let probs = probabilities(self.0.next_logits(appended)?);
-        copy_to_host(probs, out)
+        copy_to_host(self.0.next_logits(appended)?, Kernel::Auto, out)
     }
     fn synchronize(&mut self) {
         self.0.synchronize()
     }
 }
 
-fn copy_to_host<const N: usize>(t: Tensor<N>, out: &mut [f64]) -> Result<()> {
-    let values = host_f32(t);
+/// The distributions of `logits` (normalised along the last dimension as `kernel` would) copied
+/// into `out` as f64.
+pub(crate) fn copy_to_host<const N: usize>(
+    logits: Tensor<N>,
+    kernel: Kernel,
+    out: &mut [f64],
+) -> Result<()> {
+    let vocab = logits.dims()[N - 1].max(1);
+    let values = if kernel == Kernel::Auto && logits.device() == Device::flex() {
+        let data = logits.into_data_as::<f32>();
+        host_rows::softmax(
+            data.as_slice::<f32>().expect("f32 data reads as f32"),
+            vocab,
+        )
+    } else {
+        host_f32(probabilities(logits))
+    };
     if values.len() != out.len() {
         return Err(PluginError(format!(
             "the model returned {} values, expected {}",
@@ -190,6 +225,7 @@ struct DeviceNet<'a, D: TensorDenoiser + ?Sized> {
     denoiser: &'a mut D,
     /// The last forward's logits, `[batch · length, vocab]`.
     logits: Option<Tensor<2>>,
+    kernel: Kernel,
 }
 
 impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
@@ -223,7 +259,7 @@ impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
         want: Want,
     ) -> std::result::Result<Drawn, RowError> {
         let logits = self.logits.as_ref().expect("draw follows a forward");
-        device_draw(logits, rows, uniforms, params, want)
+        device_draw(logits, rows, uniforms, params, want, self.kernel)
     }
     fn synchronize(&mut self) {
         self.denoiser.synchronize()
@@ -234,6 +270,7 @@ struct DeviceNext<'a, A: TensorAutoregressive + ?Sized> {
     model: &'a mut A,
     logits: Option<Tensor<2>>,
     batch: usize,
+    kernel: Kernel,
 }
 
 impl<A: TensorAutoregressive + ?Sized> NextNet for DeviceNext<'_, A> {
@@ -268,7 +305,7 @@ impl<A: TensorAutoregressive + ?Sized> NextNet for DeviceNext<'_, A> {
         params: &Params,
     ) -> std::result::Result<Drawn, RowError> {
         let logits = self.logits.as_ref().expect("draw follows next");
-        device_draw(logits, rows, uniforms, params, Want::default())
+        device_draw(logits, rows, uniforms, params, Want::default(), self.kernel)
     }
     fn synchronize(&mut self) {
         self.model.synchronize()
@@ -309,6 +346,17 @@ fn probabilities<const N: usize>(z: Tensor<N>) -> Tensor<N> {
 /// returns the last entry with mass when rounding leaves `u` past the end).
 const U_MAX: f32 = 1.0 - 2.0 * f32::EPSILON / 2.0;
 
+/// Which code draws the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// The fused row kernel ([`host_rows`]) where the logits live in host memory (flex) and the
+    /// parameters allow it, else the chain of Burn operations.
+    Auto,
+    /// The chain of Burn operations on the logits' device, whatever it is (the tests use it to
+    /// hold that chain to the host path on flex too).
+    Burn,
+}
+
 /// Draw one token at each of `rows` of `logits` (`[rows, vocab]`) on their device; see the
 /// module documentation. Two transfers come back: the token ids, and one float column per
 /// score asked for plus the row's total shaped mass (checked on the host: a row whose logits
@@ -325,18 +373,26 @@ pub(crate) fn device_draw(
     uniforms: &[f64],
     params: &Params,
     want: Want,
+    kernel: Kernel,
 ) -> std::result::Result<Drawn, RowError> {
     let vocab = logits.dims()[1].max(1);
     let chunk = (CHUNK_ELEMENTS / vocab).max(1);
+    let kernel = match kernel {
+        Kernel::Auto if logits.device() == Device::flex() && host_rows::handles(params) => {
+            Kernel::Auto
+        }
+        _ => Kernel::Burn,
+    };
     if rows.len() <= chunk {
-        return draw_rows(logits, rows, uniforms, params, want);
+        return draw_rows(logits, rows, uniforms, params, want, kernel);
     }
     let mut drawn = Drawn::default();
     for (k, (rows, uniforms)) in rows.chunks(chunk).zip(uniforms.chunks(chunk)).enumerate() {
-        let part = draw_rows(logits, rows, uniforms, params, want).map_err(|e| RowError {
-            at: e.at + k * chunk,
-            message: e.message,
-        })?;
+        let part =
+            draw_rows(logits, rows, uniforms, params, want, kernel).map_err(|e| RowError {
+                at: e.at + k * chunk,
+                message: e.message,
+            })?;
         drawn.tokens.extend(part.tokens);
         drawn.confidence.extend(part.confidence);
         drawn.entropy.extend(part.entropy);
@@ -359,6 +415,7 @@ fn draw_rows(
     uniforms: &[f64],
     params: &Params,
     want: Want,
+    kernel: Kernel,
 ) -> std::result::Result<Drawn, RowError> {
     let n = rows.len();
     if n == 0 {
@@ -373,6 +430,61 @@ fn draw_rows(
         let index = Tensor::<1, Int>::from_data(TensorData::new(index, [n]), &device);
         logits.clone().select(0, index)
     };
+    let width = 1 + [want.confidence, want.entropy, want.max_prob, want.margin]
+        .iter()
+        .filter(|&&w| w)
+        .count();
+    let (tokens, scores) = match kernel {
+        Kernel::Auto => {
+            // On flex a freshly selected (or sole) tensor hands over its buffer without a copy.
+            let data = z.into_data_as::<f32>();
+            let values = data.as_slice::<f32>().expect("f32 data reads as f32");
+            host_rows::draw(values, vocab, uniforms, params, want, width)
+        }
+        Kernel::Burn => burn_chain(z, uniforms, params, want),
+    };
+    debug_assert_eq!(scores.len(), n * width);
+
+    let mut drawn = Drawn::default();
+    for i in 0..n {
+        let row = &scores[i * width..(i + 1) * width];
+        let mass = row[0];
+        let valid = if params.temperature == 0.0 {
+            mass.is_finite()
+        } else {
+            mass.is_finite() && mass > 0.0
+        };
+        if !valid {
+            return Err(RowError {
+                at: i,
+                message: format!(
+                    "invalid distribution ({} {mass}); a model must return finite logits with some finite entry",
+                    if params.temperature == 0.0 { "largest logit" } else { "shaped mass" }
+                ),
+            });
+        }
+        drawn.tokens.push(tokens[i] as u32);
+        let mut col = 1;
+        let mut take = |wanted: bool, into: &mut Vec<f64>| {
+            if wanted {
+                into.push(row[col] as f64);
+                col += 1;
+            }
+        };
+        take(want.confidence, &mut drawn.confidence);
+        take(want.entropy, &mut drawn.entropy);
+        take(want.max_prob, &mut drawn.max_prob);
+        take(want.margin, &mut drawn.margin);
+    }
+    Ok(drawn)
+}
+
+/// The draw as a chain of Burn operations on the logits' device (`z`: the drawn rows,
+/// `[n, vocab]`): the token ids and the score columns (the check value, then the wanted
+/// scores), row by row.
+fn burn_chain(z: Tensor<2>, uniforms: &[f64], params: &Params, want: Want) -> (Vec<i64>, Vec<f32>) {
+    let device = z.device();
+    let [n, vocab] = z.dims();
     let truncated = params.top_k.is_some() || params.top_p.is_some();
     // The untempered distribution as unnormalised weights `exp(z − max)` and their sum, made
     // once and shared by the draw (when untempered and untruncated) and the scores.
@@ -457,42 +569,8 @@ fn draw_rows(
             }
         }
     }
-    let width = columns.len();
     let scores = host_f32(Tensor::cat(columns, 1));
-    let tokens = host_i64(tokens);
-
-    let mut drawn = Drawn::default();
-    for i in 0..n {
-        let row = &scores[i * width..(i + 1) * width];
-        let mass = row[0];
-        let valid = if params.temperature == 0.0 {
-            mass.is_finite()
-        } else {
-            mass.is_finite() && mass > 0.0
-        };
-        if !valid {
-            return Err(RowError {
-                at: i,
-                message: format!(
-                    "invalid distribution ({} {mass}); a model must return finite logits with some finite entry",
-                    if params.temperature == 0.0 { "largest logit" } else { "shaped mass" }
-                ),
-            });
-        }
-        drawn.tokens.push(tokens[i] as u32);
-        let mut col = 1;
-        let mut take = |wanted: bool, into: &mut Vec<f64>| {
-            if wanted {
-                into.push(row[col] as f64);
-                col += 1;
-            }
-        };
-        take(want.confidence, &mut drawn.confidence);
-        take(want.entropy, &mut drawn.entropy);
-        take(want.max_prob, &mut drawn.max_prob);
-        take(want.margin, &mut drawn.margin);
-    }
-    Ok(drawn)
+    (host_i64(tokens), scores)
 }
 
 #[cfg(test)]
