@@ -322,38 +322,32 @@ impl Block {
         cache.v = buffer.slice_assign(slot, v);
         let keys = cache.k.clone().narrow(2, 0, total);
         let values = cache.v.clone().narrow(2, 0, total);
-        let bias = if n == 1 {
+        if n == 1 {
+            // One query per row (a decoding step): the fused attention op over the cache's
+            // filled prefix. Each (sequence, head) matrix of that view is contiguous, and flex
+            // reads such views in place (our patch of its naive kernel), so a step reads the
+            // cache once, in parallel over heads, and makes no score tensors.
             let span = cache.bias_rows.dims()[3];
             let max_len = span.div_ceil(2);
-            cache.bias_rows.clone().narrow(3, max_len - 1 - past, total)
-        } else {
-            self.position_bias(past, n, total)
-        };
-        // softmax(q kᵀ / √d_h + bias) v over the strided views (the fused `attention` op
-        // would first copy them into contiguous buffers, as large as the cache itself).
-        let scores = if n == 1 {
-            // One query per row: keys · qᵀ, a matrix–vector product over the cache's rows as
-            // they lie in memory, instead of q · keysᵀ (whose transposed operand the gemm reads
-            // across a stride of d_h): ≈ 3% faster at 511 cached positions, batch 16.
-            keys.matmul(q.swap_dims(2, 3)).swap_dims(2, 3)
-        } else {
-            q.matmul(keys.swap_dims(2, 3))
-        };
+            let bias = cache.bias_rows.clone().narrow(3, max_len - 1 - past, total);
+            let context = attention(q, keys, values, None, Some(bias), Default::default());
+            return self.finish(x, context);
+        }
+        // Several new positions (a prompt): softmax(q kᵀ / √d_h + bias) v over the strided
+        // views, with the causal mask among the new positions.
+        let bias = self.position_bias(past, n, total);
+        let scores = q.matmul(keys.swap_dims(2, 3));
         let scores = scores.mul_scalar(1.0 / (dh as f64).sqrt()) + bias;
-        let scores = if n > 1 {
-            // Query i sits at absolute position past + i and may not see key j > past + i.
-            let future: Vec<bool> = (0..n)
-                .flat_map(|i| (0..total).map(move |j| j > past + i))
-                .collect();
-            let future = Tensor::<4, Bool>::from_data(
-                TensorData::new(future, [1, 1, n, total]),
-                &scores.device(),
-            )
-            .expand([b, heads, n, total]);
-            scores.mask_fill(future, f32::NEG_INFINITY)
-        } else {
-            scores
-        };
+        // Query i sits at absolute position past + i and may not see key j > past + i.
+        let future: Vec<bool> = (0..n)
+            .flat_map(|i| (0..total).map(move |j| j > past + i))
+            .collect();
+        let future = Tensor::<4, Bool>::from_data(
+            TensorData::new(future, [1, 1, n, total]),
+            &scores.device(),
+        )
+        .expand([b, heads, n, total]);
+        let scores = scores.mask_fill(future, f32::NEG_INFINITY);
         let context = softmax(scores, 3).matmul(values);
         self.finish(x, context)
     }

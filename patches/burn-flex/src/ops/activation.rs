@@ -332,8 +332,10 @@ fn softmax_row_f32_scalar(input: &[f32], output: &mut [f32]) {
         }
     }
     let mut sum = 0.0f32;
+    // dlm-bench patch: `exp_or_zero` skips glibc's slow underflow path, same values.
+    let cutoff = crate::ops::unary::exp_underflow_cutoff::<f32>();
     for (i, &x) in input.iter().enumerate() {
-        let e = (x - max_val).exp();
+        let e = crate::ops::unary::exp_or_zero(x - max_val, cutoff);
         output[i] = e;
         sum += e;
     }
@@ -379,8 +381,11 @@ fn softmax_row_f32_simd<S: macerator::Simd>(input: &[f32], output: &mut [f32]) {
     // actually does memory reads + writes on the whole row, so scalar
     // here still lands us at memory bandwidth.
     let mut sum = 0.0f32;
+    // dlm-bench patch: `exp_or_zero` skips glibc's slow underflow path (hit on every entry a
+    // relative-position bias puts far below the row's maximum), same values.
+    let cutoff = crate::ops::unary::exp_underflow_cutoff::<f32>();
     for idx in 0..len {
-        let e = (input[idx] - max_val).exp();
+        let e = crate::ops::unary::exp_or_zero(input[idx] - max_val, cutoff);
         output[idx] = e;
         sum += e;
     }
@@ -464,8 +469,10 @@ macro_rules! softmax_row_half {
                 }
             }
             let mut sum = 0.0f32;
+            // dlm-bench patch: `exp_or_zero` skips glibc's slow underflow path, same values.
+            let cutoff = crate::ops::unary::exp_underflow_cutoff::<f32>();
             for (i, &x) in input.iter().enumerate() {
-                let e = (x.to_f32() - max_val).exp();
+                let e = crate::ops::unary::exp_or_zero(x.to_f32() - max_val, cutoff);
                 output[i] = <$T>::from_f32(e);
                 sum += e;
             }
@@ -486,8 +493,10 @@ fn softmax_row_f64(input: &[f64], output: &mut [f64]) {
         }
     }
     let mut sum = 0.0f64;
+    // dlm-bench patch: `exp_or_zero` skips glibc's slow underflow path, same values.
+    let cutoff = crate::ops::unary::exp_underflow_cutoff::<f64>();
     for (i, &x) in input.iter().enumerate() {
-        let e = (x - max_val).exp();
+        let e = crate::ops::unary::exp_or_zero(x - max_val, cutoff);
         output[i] = e;
         sum += e;
     }
@@ -1056,7 +1065,7 @@ fn layer_norm_row_f32_simd<S: macerator::Simd>(
 mod tests {
     use alloc::vec;
     use burn_backend::{DType, TensorData, TensorMetadata, Tolerance};
-    use burn_std::{bf16, f16};
+    use burn_std::{Bytes, Shape, bf16, f16};
     use num_traits::Float;
 
     use crate::FlexTensor;
@@ -1203,6 +1212,53 @@ mod tests {
     // ============================================================================
     // softmax SIMD / rayon boundary tests
     // ============================================================================
+
+    #[test]
+    fn softmax_rows_with_underflowing_entries_keep_their_bits() {
+        // dlm-bench patch: the row kernels skip `exp` below the underflow cutoff. Rows spread
+        // down to -300 below their maximum (most entries underflow, some land in the subnormal
+        // range) must give exactly the unpatched algorithm's values: max, `exp(x - max)` summed
+        // in order, times `1 / sum`.
+        let (rows, len) = (7, 53);
+        let mut state = 7u32;
+        let mut next = || {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state >> 8) as f64 / (1u32 << 24) as f64
+        };
+        let data: Vec<f64> = (0..rows * len)
+            .map(|i| if i % len == 3 { 0.0 } else { -300.0 * next() })
+            .collect();
+        fn reference<T: Float>(data: &[T], len: usize) -> Vec<T> {
+            let mut out = Vec::with_capacity(data.len());
+            for row in data.chunks(len) {
+                let max = row
+                    .iter()
+                    .fold(T::neg_infinity(), |a, &b| if b > a { b } else { a });
+                let e: Vec<T> = row.iter().map(|&x| (x - max).exp()).collect();
+                let sum = e.iter().fold(T::zero(), |a, &b| a + b);
+                let inv = T::one() / sum;
+                out.extend(e.into_iter().map(|v| v * inv));
+            }
+            out
+        }
+        let f32s: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+        let got = crate::ops::activation::softmax(flex_f32(f32s.clone(), &[rows, len]), 1);
+        let want = reference(&f32s, len);
+        let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(want.iter().any(|&x| x > 0.0 && x < f32::MIN_POSITIVE));
+        assert_eq!(bits32(got.storage::<f32>()), bits32(&want));
+        let got = crate::ops::activation::softmax(
+            FlexTensor::new(
+                Bytes::from_elems(data.clone()),
+                crate::Layout::contiguous(Shape::from(vec![rows, len])),
+                DType::F64,
+            ),
+            1,
+        );
+        let want = reference(&data, len);
+        let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits64(got.storage::<f64>()), bits64(&want));
+    }
 
     #[test]
     fn test_softmax_simd_body_row() {
