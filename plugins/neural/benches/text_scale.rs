@@ -135,7 +135,7 @@ fn case(vocab: usize, host_path: bool) {
         );
     }
     if host_path {
-        let mut on_host = OnHost(fixed);
+        let mut on_host = OnHost::new(fixed);
         for sampler in ["ddpm_cache", "low_confidence", "threshold", "eb"] {
             let req = request(sampler);
             let total = time(|| {
@@ -167,7 +167,7 @@ fn case(vocab: usize, host_path: bool) {
     if host_path {
         reset_peak();
         let start = Instant::now();
-        dlm_sdk::sampler::generate(&mut OnHost(model), &req).unwrap();
+        dlm_sdk::sampler::generate(&mut OnHost::new(model), &req).unwrap();
         println!(
             "  host path   low_confidence, {STEPS} steps with the network: {:.2} s, peak RSS {:.0} MiB (+{:.0} over the model)",
             start.elapsed().as_secs_f64(),

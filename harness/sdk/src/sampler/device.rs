@@ -146,7 +146,21 @@ pub(crate) fn generate_ar_by<A: TensorAutoregressive + ?Sized>(
 /// and usable wherever a [`Denoiser`] is expected. The softmax uses the arithmetic the device
 /// draw uses there (on flex the fused row kernel's, elsewhere Burn's), so both paths see the
 /// same confidences.
-pub struct OnHost<D>(pub D);
+pub struct OnHost<D>(pub D, Kernel);
+
+impl<D> OnHost<D> {
+    /// `model` seen through the host path.
+    pub fn new(model: D) -> Self {
+        OnHost(model, Kernel::Auto)
+    }
+
+    /// The host path normalising as `kernel` does: the reference for each device kernel in
+    /// the tests.
+    #[cfg(test)]
+    pub(crate) fn normalising_as(model: D, kernel: Kernel) -> Self {
+        OnHost(model, kernel)
+    }
+}
 
 impl<D: TensorDenoiser> Denoiser for OnHost<D> {
     fn vocab_size(&self) -> usize {
@@ -166,7 +180,7 @@ impl<D: TensorDenoiser> Denoiser for OnHost<D> {
         t: f64,
         out: &mut [f64],
     ) -> Result<()> {
-        copy_to_host(self.0.logits(tokens, batch, length, t)?, Kernel::Auto, out)
+        copy_to_host(self.0.logits(tokens, batch, length, t)?, self.1, out)
     }
     fn synchronize(&mut self) {
         self.0.synchronize()
@@ -184,7 +198,7 @@ impl<A: TensorAutoregressive> super::Autoregressive for OnHost<A> {
         self.0.begin(batch, length)
     }
     fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()> {
-        copy_to_host(self.0.next_logits(appended)?, Kernel::Auto, out)
+        copy_to_host(self.0.next_logits(appended)?, self.1, out)
     }
     fn synchronize(&mut self) {
         self.0.synchronize()
@@ -193,11 +207,7 @@ impl<A: TensorAutoregressive> super::Autoregressive for OnHost<A> {
 
 /// The distributions of `logits` (normalised along the last dimension as `kernel` would) copied
 /// into `out` as f64.
-pub(crate) fn copy_to_host<const N: usize>(
-    logits: Tensor<N>,
-    kernel: Kernel,
-    out: &mut [f64],
-) -> Result<()> {
+fn copy_to_host<const N: usize>(logits: Tensor<N>, kernel: Kernel, out: &mut [f64]) -> Result<()> {
     let vocab = logits.dims()[N - 1].max(1);
     let values = if kernel == Kernel::Auto && logits.device() == Device::flex() {
         let data = logits.into_data_as::<f32>();

@@ -51,6 +51,7 @@ const PARALLEL_THRESHOLD: usize = 256 * 1024;
 /// one (0.74 against 0.53 ms and 0.91 against 0.77 ms per token, the rayon hand-off costing
 /// more than the work), and faster from 256 keys (1.12 against 1.39 ms). Each head is computed
 /// the same way either way, so the results are the same bits.
+#[cfg(feature = "rayon")]
 const HEAD_PARALLEL_THRESHOLD: usize = 4 * PARALLEL_THRESHOLD;
 
 /// Auto-selecting attention: picks the fastest strategy based on sequence length.

@@ -58,28 +58,6 @@ impl<A: Autoregressive> TensorAutoregressive for ArAsLogits<A> {
     }
 }
 
-/// [`OnHost`] normalising as `kernel` does: the host reference for each device kernel.
-struct HostBy<D>(D, Kernel);
-
-impl<D: TensorDenoiser> Denoiser for HostBy<D> {
-    fn vocab_size(&self) -> usize {
-        self.0.vocab_size()
-    }
-    fn time_conditioned(&self) -> bool {
-        self.0.time_conditioned()
-    }
-    fn denoise(
-        &mut self,
-        tokens: &[u32],
-        batch: usize,
-        length: usize,
-        t: f64,
-        out: &mut [f64],
-    ) -> Result<()> {
-        copy_to_host(self.0.logits(tokens, batch, length, t)?, self.1, out)
-    }
-}
-
 /// Every denoiser sampler with the parameter sets that exercise its code paths.
 fn sampler_cases() -> Vec<(&'static str, usize, serde_json::Value)> {
     vec![
@@ -112,9 +90,11 @@ fn every_sampler_draws_the_host_paths_tokens_on_the_device() {
         for oracle in [ChainOracle::pruned(), ChainOracle::full()] {
             for (name, steps, params) in sampler_cases() {
                 let req = with_params(request(name, steps, batch, length, 0), params.clone());
-                let (host, host_reply) =
-                    host_generate(&mut HostBy(AsLogits(oracle_copy(&oracle)), kernel), &req)
-                        .unwrap();
+                let (host, host_reply) = host_generate(
+                    &mut OnHost::normalising_as(AsLogits(oracle_copy(&oracle)), kernel),
+                    &req,
+                )
+                .unwrap();
                 let (dev, dev_reply) =
                     generate_by(&mut AsLogits(oracle_copy(&oracle)), &req, kernel).unwrap();
                 let agree: usize = host
