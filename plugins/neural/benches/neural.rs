@@ -10,7 +10,8 @@
 //!   P positions. With the (preallocated, written in place) KV cache a token costs the
 //!   per-token work of the network plus attention over P cached positions, which reads the
 //!   whole cache: O(P), but without the per-token copy of it. The cache stays warm between
-//!   iterations, as between the steps of a generation.
+//!   iterations, as between the steps of a generation. `cached_bf16/P` keeps the cache in
+//!   bf16 (`kv_cache_dtype: bf16`), half the bytes per step.
 //!
 //! Run: `cargo bench -p dlm-neural --bench neural`. `DLM_NEURAL_BENCH_DEVICE` picks another
 //! device than flex, one this build supports (`tch` with `--features tch`: tools/tch/test.sh).
@@ -19,7 +20,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::activation::softmax;
 use burn::tensor::Device;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use dlm_neural::model::{to_host, tokens_tensor, ArCache};
+use dlm_neural::model::{to_host, tokens_tensor, ArCache, KvDtype};
 use dlm_neural::train::{mdm_loss, optimizer};
 use dlm_neural::{MdmDenoiser, ModelKind, NetConfig, TrainConfig, Transformer};
 use dlm_sdk::Denoiser;
@@ -119,22 +120,35 @@ fn ar_next_token(c: &mut Criterion) {
     group.throughput(Throughput::Elements(batch as u64));
     for prefix in [64usize, 511] {
         let ids = tokens(batch * prefix, 0.0, 4);
-        let mut cache = ArCache::default();
-        net.forward_cached(tokens_tensor(&ids, batch, prefix, &device), &mut cache);
         let next = tokens(batch, 0.0, 5);
-        group.bench_function(format!("cached/{prefix}"), |b| {
-            // As in a generation: one cache, warm from the step before. Each iteration feeds
-            // the token at position `prefix` again (the cache forgets it first), so the cost is
-            // always that of position `prefix`. (This bench used to give every iteration a
-            // fresh copy of the cache: copying the 33 MB buffers evicted the weights from the
-            // caches, which added ≈ 0.6 ms to every position and hid how the cost grows with P.)
-            b.iter(|| {
-                cache.len = prefix;
-                let logits =
-                    net.forward_cached(tokens_tensor(&next, batch, 1, &device), &mut cache);
-                to_host(softmax(logits.narrow(2, 0, VOCAB), 2))
-            })
-        });
+        // bf16 needs flex's fused kernel; another bench device measures the f32 cache only.
+        let on_flex = matches!(
+            std::env::var("DLM_NEURAL_BENCH_DEVICE").as_deref(),
+            Err(_) | Ok("flex")
+        );
+        let dtypes: &[(&str, KvDtype)] = if !on_flex {
+            &[("cached", KvDtype::F32)]
+        } else {
+            &[("cached", KvDtype::F32), ("cached_bf16", KvDtype::Bf16)]
+        };
+        for &(name, dtype) in dtypes {
+            let mut cache = ArCache::default().with_dtype(dtype);
+            net.forward_cached(tokens_tensor(&ids, batch, prefix, &device), &mut cache);
+            group.bench_function(format!("{name}/{prefix}"), |b| {
+                // As in a generation: one cache, warm from the step before. Each iteration
+                // feeds the token at position `prefix` again (the cache forgets it first), so
+                // the cost is always that of position `prefix`. (This bench used to give every
+                // iteration a fresh copy of the cache: copying the 33 MB buffers evicted the
+                // weights from the caches, which added ≈ 0.6 ms to every position and hid how
+                // the cost grows with P.)
+                b.iter(|| {
+                    cache.len = prefix;
+                    let logits =
+                        net.forward_cached(tokens_tensor(&next, batch, 1, &device), &mut cache);
+                    to_host(softmax(logits.narrow(2, 0, VOCAB), 2))
+                })
+            });
+        }
         // Without the cache: the whole prefix is re-run for one new token.
         let full: Vec<u32> = ids
             .chunks(prefix)

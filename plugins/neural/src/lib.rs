@@ -10,7 +10,8 @@
 //!
 //! Open configs: `{checkpoint: PATH, fingerprint?: HEX}` for a trained model, or
 //! `{init: cpu | paper | {hidden, layers, heads, ff_mult?, max_length?}, seed?}` for an untrained
-//! one (useful for timing); both take `device` (`flex` by default), for `ar`, `kv_cache`, and
+//! one (useful for timing); both take `device` (`flex` by default), for `ar`, `kv_cache` and
+//! `kv_cache_dtype` (`f32` or `bf16`, see [`model::KvDtype`]), and
 //! `tokenizer: PATH` (with `eos_token?`) for a model whose vocabulary is a Hugging Face tokenizer's.
 
 #![forbid(unsafe_code)]

@@ -2,7 +2,7 @@
 
 use crate::checkpoint::{Checkpoint, CheckpointHeader, PLUGIN_NAME, PLUGIN_VERSION};
 use crate::model::{
-    subs_log_probs, to_host, tokens_tensor, ArCache, ModelKind, NetConfig, Transformer,
+    subs_log_probs, to_host, tokens_tensor, ArCache, KvDtype, ModelKind, NetConfig, Transformer,
 };
 use crate::text;
 use crate::train::{TrainConfig, Trainer};
@@ -42,6 +42,11 @@ pub struct OpenConfig {
     /// AR only: use the KV cache (default true); `false` re-runs the whole prefix per token.
     #[serde(default = "yes")]
     pub kv_cache: bool,
+    /// AR only, with `kv_cache`: the cache's precision, `f32` (default) or `bf16` (half the
+    /// bytes per decoding step; cached logits then differ from uncached ones by about 1e-2 of
+    /// their scale). `bf16` runs on `flex` only. See [`KvDtype`].
+    #[serde(default)]
+    pub kv_cache_dtype: KvDtype,
     /// A Hugging Face `tokenizer.json`: the model's vocabulary is the tokenizer's and it
     /// answers text tasks with text (prompts encoded, completions decoded). Not trainable by
     /// the harness.
@@ -352,6 +357,8 @@ pub struct ArGenerator {
     pub device: Device,
     pub label: String,
     pub kv_cache: bool,
+    /// The KV cache's precision (f32 unless set).
+    pub kv_dtype: KvDtype,
     cache: ArCache,
     /// Uncached path: the tokens fed so far (`batch` rows, BOS first).
     prefix: Vec<Vec<u32>>,
@@ -368,6 +375,7 @@ impl ArGenerator {
             device,
             label,
             kv_cache,
+            kv_dtype: KvDtype::F32,
             cache: ArCache::default(),
             prefix: Vec::new(),
             batch: 0,
@@ -470,7 +478,7 @@ impl Autoregressive for ArGenerator {
         }
         self.batch = batch;
         self.length = length;
-        self.cache = ArCache::with_capacity(length);
+        self.cache = ArCache::with_capacity(length).with_dtype(self.kv_dtype);
         self.started = false;
         self.prefix = vec![vec![self.net.vocab as u32]; batch];
         Ok(())
@@ -502,6 +510,7 @@ impl Autoregressive for ArGenerator {
 pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
     let config: OpenConfig = serde_json::from_value(open.config.clone())
         .map_err(|e| PluginError(format!("model config: {e}")))?;
+    check_kv_cache_dtype(kind, &config)?;
     let device = parse_device(config.device.as_deref())?;
     let label = device_label(config.device.as_deref());
     let tokenizer = text::open_tokenizer(&config)?;
@@ -553,11 +562,36 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
         ),
         ModelKind::Ar => text::wrap(
             TensorAutoregressiveModel {
-                model: ArGenerator::new(ckpt.net, device, label, config.kv_cache),
+                model: ArGenerator {
+                    kv_dtype: config.kv_cache_dtype,
+                    ..ArGenerator::new(ckpt.net, device, label, config.kv_cache)
+                },
             },
             tokenizer,
             open,
         ),
+    }
+}
+
+/// `kv_cache_dtype: bf16` needs the `ar` model, its cache and the `flex` device (the only
+/// backend whose attention reads an f32 query over bf16 keys and values).
+fn check_kv_cache_dtype(kind: ModelKind, config: &OpenConfig) -> Result<()> {
+    if config.kv_cache_dtype == KvDtype::F32 {
+        return Ok(());
+    }
+    if kind != ModelKind::Ar || !config.kv_cache {
+        return Err(PluginError(
+            "model config: `kv_cache_dtype` applies to the `ar` model with `kv_cache: true`; \
+             remove it or enable the cache"
+                .into(),
+        ));
+    }
+    match config.device.as_deref() {
+        None | Some("flex") => Ok(()),
+        Some(other) => Err(PluginError(format!(
+            "model config: `kv_cache_dtype: bf16` runs on the `flex` device only, not `{other}`; \
+             remove it or use `device: flex`"
+        ))),
     }
 }
 

@@ -973,3 +973,97 @@ fn real_token_logits_are_the_full_forward_without_its_mask_column() {
         );
     }
 }
+
+#[test]
+fn a_bf16_kv_cache_stays_within_its_rounding_of_the_f32_cache() {
+    // The same prompt (three positions at once) and tokens (one at a time) through an f32 and a
+    // bf16 cache, on flex (the only device that reads a bf16 cache): the bf16 buffers hold the
+    // keys (transposed) and values, and every step's probabilities agree with the f32 cache's
+    // within the rounding of keys and values to 8 significant bits, but are not the same bits
+    // (so the bf16 path is the one that ran).
+    use crate::model::{ArCache, KvDtype};
+    use burn::tensor::activation::softmax;
+    use burn::tensor::DType;
+    let device = crate::plugin::parse_device(None).unwrap();
+    let (batch, length) = (3, 40);
+    let net = sharpen(Transformer::new(
+        ModelKind::Ar,
+        &tiny(length),
+        VOCAB,
+        41,
+        &device,
+    ));
+    let tokens = random_tokens(batch * length, VOCAB, 0.0, 42);
+    let column = |j: usize| -> Vec<u32> { (0..batch).map(|r| tokens[r * length + j]).collect() };
+    let prompt: Vec<u32> = tokens
+        .chunks(length)
+        .flat_map(|row| row[..3].to_vec())
+        .collect();
+    let mut caches = [
+        ArCache::with_capacity(length),
+        ArCache::with_capacity(length).with_dtype(KvDtype::Bf16),
+    ];
+    let (mut largest, mut sharpest) = (0f32, 0f32);
+    for step in 2..length {
+        let probs: Vec<Vec<f32>> = caches
+            .iter_mut()
+            .map(|cache| {
+                let logits = if step == 2 {
+                    net.forward_cached(tokens_tensor(&prompt, batch, 3, &device), cache)
+                } else {
+                    net.forward_cached(tokens_tensor(&column(step), batch, 1, &device), cache)
+                };
+                let n = logits.dims()[1];
+                to_host(softmax(logits.narrow(1, n - 1, 1).narrow(2, 0, VOCAB), 2))
+            })
+            .collect();
+        for (x, y) in probs[0].iter().zip(&probs[1]) {
+            assert!(
+                (x - y).abs() < 5e-2,
+                "step {step}: f32 cache {x}, bf16 cache {y}"
+            );
+            largest = largest.max((x - y).abs());
+            sharpest = sharpest.max(*x);
+        }
+    }
+    let block = &caches[1].blocks[0];
+    assert_eq!(block.k.dtype(), DType::BF16);
+    assert_eq!(block.v.dtype(), DType::BF16);
+    // Keys `[batch, heads, head_dim, capacity]`, values `[batch, heads, capacity, head_dim]`.
+    assert_eq!(block.k.dims()[3], length);
+    assert_eq!(block.v.dims()[2], length);
+    assert_eq!(caches[0].blocks[0].k.dtype(), DType::F32);
+    assert!(largest > 0.0, "the bf16 cache gave the f32 cache's bits");
+    assert!(sharpest > 0.5, "the test model is too flat ({sharpest})");
+    eprintln!("largest probability difference, bf16 against f32 cache: {largest:.2e}");
+}
+
+#[test]
+fn the_bf16_kv_cache_is_an_ar_flex_option_and_generates() {
+    let msg = |r: dlm_sdk::Result<Box<dyn Model>>| match r {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e.0,
+    };
+    let length = 12;
+    let init = serde_json::json!({"init": {"hidden": 16, "layers": 1, "heads": 2}, "seed": 3,
+        "kv_cache_dtype": "bf16"});
+    assert!(msg(open("mdm", init.clone(), length)).contains("applies to the `ar` model"));
+    let mut uncached = init.clone();
+    uncached["kv_cache"] = false.into();
+    assert!(msg(open("ar", uncached, length)).contains("`kv_cache: true`"));
+    let mut on_wgpu = init.clone();
+    on_wgpu["device"] = "wgpu".into();
+    assert!(msg(open("ar", on_wgpu, length)).contains("`flex` device only"));
+    let mut fp8 = init.clone();
+    fp8["kv_cache_dtype"] = "fp8".into();
+    assert!(msg(open("ar", fp8, length)).contains("fp8"));
+
+    let mut on_flex = init;
+    on_flex["device"] = "flex".into();
+    let mut ar = open("ar", on_flex, length).unwrap();
+    let (seqs, reply) = ar.generate(&ar_request(2, length, 0)).unwrap();
+    assert_eq!(seqs.len(), 2);
+    assert!(seqs.iter().all(|s| s.len() == length));
+    assert!(seqs.iter().flatten().all(|&t| (t as usize) < VOCAB));
+    assert_eq!(reply.batch_nfe, length as u64);
+}

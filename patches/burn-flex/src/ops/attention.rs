@@ -76,6 +76,11 @@ pub fn attention(
         "attention: key must be 4D, got {}D",
         key.layout().shape().num_dims()
     );
+    // dlm-bench patch: an f32 query over bf16 keys and values (a bf16 KV cache) keeps the
+    // cache in bf16; see `attention_bf16_kv`.
+    if super::attention_bf16_kv::is_mixed(&query, &key) {
+        return super::attention_bf16_kv::attention(query, key, value, mask, attn_bias, options);
+    }
     let seq_q = query.layout().shape()[2];
     let seq_kv = key.layout().shape()[2];
     if seq_q * seq_kv <= NAIVE_SCORE_BUDGET {
