@@ -136,16 +136,68 @@ macro_rules! dispatch_attention_dtype {
     }};
 }
 
+/// dlm-bench patch: the dimensions of an attention call, its query, key and value checked
+/// against each other (shared by the flash, naive and bf16-cache kernels; `who` names the
+/// kernel in the panic message).
+pub(super) struct AttentionDims {
+    pub batch: usize,
+    pub heads: usize,
+    pub seq_q: usize,
+    pub head_dim: usize,
+    pub seq_kv: usize,
+    pub val_dim: usize,
+    /// Query heads per key/value head (GQA/MQA; 1 for plain multi-head attention).
+    pub q_per_kv: usize,
+}
+
+pub(super) fn attention_dims(
+    query: &Layout,
+    key: &Layout,
+    value: &Layout,
+    who: &str,
+) -> AttentionDims {
+    let (q_shape, k_shape, v_shape) = (query.shape(), key.shape(), value.shape());
+    assert!(q_shape.num_dims() == 4, "{who}: query must be 4D");
+    assert!(k_shape.num_dims() == 4, "{who}: key must be 4D");
+    assert!(v_shape.num_dims() == 4, "{who}: value must be 4D");
+    let (batch, heads, seq_q, head_dim) = (q_shape[0], q_shape[1], q_shape[2], q_shape[3]);
+    assert!(head_dim > 0, "{who}: head_dim must be non-zero");
+    let (kv_heads, seq_kv, val_dim) = (k_shape[1], k_shape[2], v_shape[3]);
+    assert_eq!(k_shape[0], batch, "{who}: key batch mismatch");
+    assert_eq!(k_shape[3], head_dim, "{who}: key head_dim mismatch");
+    assert_eq!(v_shape[0], batch, "{who}: value batch mismatch");
+    assert_eq!(
+        v_shape[1], kv_heads,
+        "{who}: key and value must agree on head count"
+    );
+    assert_eq!(v_shape[2], seq_kv, "{who}: value seq_kv mismatch");
+    // GQA/MQA: each K/V head is shared by `q_per_kv` query heads; MHA is just
+    // `q_per_kv == 1`. ONNX `Attention` spec requires `q_heads % kv_heads == 0`.
+    assert!(
+        kv_heads > 0 && heads.is_multiple_of(kv_heads),
+        "{who}: q_heads ({heads}) must be divisible by kv_heads ({kv_heads})"
+    );
+    AttentionDims {
+        batch,
+        heads,
+        seq_q,
+        head_dim,
+        seq_kv,
+        val_dim,
+        q_per_kv: heads / kv_heads,
+    }
+}
+
 /// Contiguous mask/bias tensor plus the per-batch and per-head element offsets the
 /// inner loop should use to locate the `[seq_q, seq_kv]` tile for each `(batch, head)`
 /// pair. When a leading dim (batch or heads) is `1` in the source, its step is `0`, so
 /// the inner loop re-reads the same tile for every pair without allocating an expanded
 /// copy. The tile length itself is always `seq_q * seq_kv` and is computed at the call
 /// site, so it is not stored here.
-struct BroadcastMaskBias {
-    tensor: FlexTensor,
-    batch_step: usize,
-    head_step: usize,
+pub(super) struct BroadcastMaskBias {
+    pub tensor: FlexTensor,
+    pub batch_step: usize,
+    pub head_step: usize,
 }
 
 /// Prepare an attention mask or bias for the inner loop, accepting ONNX Attention-23
@@ -159,7 +211,7 @@ struct BroadcastMaskBias {
 /// efficiency. If the trailing `[seq_q, seq_kv]` dims are themselves broadcast (rare in
 /// practice), we fall back to `expand` + `to_contiguous` so the tile stays contiguous
 /// in memory for the inner loop's slice-based access.
-fn broadcast_attn_mask_bias(
+pub(super) fn broadcast_attn_mask_bias(
     tensor: FlexTensor,
     target: [usize; 4],
     name: &'static str,
@@ -212,7 +264,7 @@ pub fn attention_flash(
     dispatch_attention_dtype!(query, key, value, mask, attn_bias, options, attention_impl)
 }
 
-fn cast_to_f32<E: burn_backend::Element + Pod + Copy>(
+pub(super) fn cast_to_f32<E: burn_backend::Element + Pod + Copy>(
     tensor: FlexTensor,
     to_f32: fn(E) -> f32,
 ) -> FlexTensor {
@@ -279,38 +331,15 @@ where
     let key = key.to_contiguous();
     let value = value.to_contiguous();
 
-    let q_shape = query.layout().shape();
-    let k_shape = key.layout().shape();
-    let v_shape = value.layout().shape();
-    assert!(q_shape.num_dims() == 4, "attention: query must be 4D");
-    assert!(k_shape.num_dims() == 4, "attention: key must be 4D");
-    assert!(v_shape.num_dims() == 4, "attention: value must be 4D");
-
-    let batch = q_shape[0];
-    let heads = q_shape[1];
-    let seq_q = q_shape[2];
-    let head_dim = q_shape[3];
-    assert!(head_dim > 0, "attention: head_dim must be non-zero");
-
-    let seq_kv = k_shape[2];
-    let val_dim = v_shape[3];
-    let kv_heads = k_shape[1];
-
-    assert_eq!(k_shape[0], batch, "attention: key batch mismatch");
-    assert_eq!(k_shape[3], head_dim, "attention: key head_dim mismatch");
-    assert_eq!(v_shape[0], batch, "attention: value batch mismatch");
-    assert_eq!(
-        v_shape[1], kv_heads,
-        "attention: key and value must agree on head count"
-    );
-    assert_eq!(v_shape[2], seq_kv, "attention: value seq_kv mismatch");
-    // GQA/MQA: each K/V head is shared by `q_per_kv` query heads; MHA is just
-    // `q_per_kv == 1`. ONNX `Attention` spec requires `q_heads % kv_heads == 0`.
-    assert!(
-        kv_heads > 0 && heads.is_multiple_of(kv_heads),
-        "attention: q_heads ({heads}) must be divisible by kv_heads ({kv_heads})"
-    );
-    let q_per_kv = heads / kv_heads;
+    let AttentionDims {
+        batch,
+        heads,
+        seq_q,
+        head_dim,
+        seq_kv,
+        val_dim,
+        q_per_kv,
+    } = attention_dims(query.layout(), key.layout(), value.layout(), "attention");
 
     let target = [batch, heads, seq_q, seq_kv];
     let mask_bcast = mask.map(|m| broadcast_attn_mask_bias(m, target, "mask"));
@@ -939,41 +968,20 @@ where
     let key = head_contiguous(key);
     let value = head_contiguous(value);
 
-    let q_shape = query.layout().shape();
-    let k_shape = key.layout().shape();
-    let v_shape = value.layout().shape();
-    assert!(q_shape.num_dims() == 4, "attention_naive: query must be 4D");
-    assert!(k_shape.num_dims() == 4, "attention_naive: key must be 4D");
-    assert!(v_shape.num_dims() == 4, "attention_naive: value must be 4D");
-
-    let batch = q_shape[0];
-    let heads = q_shape[1];
-    let seq_q = q_shape[2];
-    let head_dim = q_shape[3];
-    assert!(head_dim > 0, "attention_naive: head_dim must be non-zero");
-
-    let seq_kv = k_shape[2];
-    let val_dim = v_shape[3];
-    let kv_heads = k_shape[1];
-
-    assert_eq!(k_shape[0], batch, "attention_naive: key batch mismatch");
-    assert_eq!(
-        k_shape[3], head_dim,
-        "attention_naive: key head_dim mismatch"
+    let AttentionDims {
+        batch,
+        heads,
+        seq_q,
+        head_dim,
+        seq_kv,
+        val_dim,
+        q_per_kv,
+    } = attention_dims(
+        query.layout(),
+        key.layout(),
+        value.layout(),
+        "attention_naive",
     );
-    assert_eq!(v_shape[0], batch, "attention_naive: value batch mismatch");
-    assert_eq!(
-        v_shape[1], kv_heads,
-        "attention_naive: key and value must agree on head count"
-    );
-    assert_eq!(v_shape[2], seq_kv, "attention_naive: value seq_kv mismatch");
-    // GQA/MQA: each K/V head is shared by `q_per_kv` query heads; MHA is just
-    // `q_per_kv == 1`. ONNX `Attention` spec requires `q_heads % kv_heads == 0`.
-    assert!(
-        kv_heads > 0 && heads.is_multiple_of(kv_heads),
-        "attention_naive: q_heads ({heads}) must be divisible by kv_heads ({kv_heads})"
-    );
-    let q_per_kv = heads / kv_heads;
 
     let target = [batch, heads, seq_q, seq_kv];
     let mask_bcast = mask.map(|m| broadcast_attn_mask_bias(m, target, "mask"));
@@ -1096,23 +1104,27 @@ where
 /// (row-major, rows `dim` apart) and the steps between matrices are non-negative, else a
 /// contiguous copy.
 fn head_contiguous(tensor: FlexTensor) -> FlexTensor {
-    let layout = tensor.layout();
-    let shape = layout.shape();
-    let strides = layout.strides();
-    let in_place = shape.num_dims() == 4
-        && strides.iter().all(|&s| s >= 0)
-        && (shape[3] <= 1 || strides[3] == 1)
-        && (shape[2] <= 1 || strides[2] == shape[3] as isize);
-    if in_place {
+    if rows_in_place(tensor.layout()) {
         tensor
     } else {
         tensor.to_contiguous()
     }
 }
 
+/// dlm-bench patch: whether each `[seq, dim]` matrix of a 4D layout is row-major and
+/// contiguous, with non-negative steps between matrices.
+pub(super) fn rows_in_place(layout: &Layout) -> bool {
+    let shape = layout.shape();
+    let strides = layout.strides();
+    shape.num_dims() == 4
+        && strides.iter().all(|&s| s >= 0)
+        && (shape[3] <= 1 || strides[3] == 1)
+        && (shape[2] <= 1 || strides[2] == shape[3] as isize)
+}
+
 /// dlm-bench patch: `(start, batch step, head step)` in elements of a [`head_contiguous`]
 /// layout. A dimension of size 1 never steps, so its stride is read as 0.
-fn matrix_steps(layout: &Layout) -> (usize, usize, usize) {
+pub(super) fn matrix_steps(layout: &Layout) -> (usize, usize, usize) {
     let shape = layout.shape();
     let step = |d: usize| {
         if shape[d] <= 1 {

@@ -22,6 +22,10 @@ use burn_backend::DType;
 use burn_backend::ops::AttentionModuleOptions;
 use burn_std::{Bytes, bf16};
 
+use super::attention::{
+    AttentionDims, attention_dims, broadcast_attn_mask_bias, cast_to_f32, matrix_steps,
+    rows_in_place,
+};
 use crate::{FlexTensor, Layout};
 
 /// Keys scored at once: their accumulators stay in registers (four AVX-512 or eight AVX
@@ -69,12 +73,12 @@ pub fn attention(
         && !options.is_causal
         && options.softcap.is_none()
         && keys_transposed(key.layout())
-        && rows_contiguous(value.layout());
+        && rows_in_place(value.layout());
     if one_query {
         return one_query_attention(query, key, value, attn_bias, options.scale);
     }
-    let key = widen_tensor(key);
-    let value = widen_tensor(value);
+    let key = cast_to_f32(key, widen);
+    let value = cast_to_f32(value, widen);
     super::attention::attention(query, key, value, mask, attn_bias, options)
 }
 
@@ -82,18 +86,6 @@ pub fn attention(
 #[inline(always)]
 fn widen(x: bf16) -> f32 {
     f32::from_bits(u32::from(x.to_bits()) << 16)
-}
-
-fn widen_tensor(tensor: FlexTensor) -> FlexTensor {
-    let tensor = tensor.to_contiguous();
-    let shape = tensor.layout().shape().clone();
-    let data: &[bf16] = tensor.storage();
-    let wide: Vec<f32> = data.iter().map(|&x| widen(x)).collect();
-    FlexTensor::new(
-        Bytes::from_elems(wide),
-        Layout::contiguous(shape),
-        DType::F32,
-    )
 }
 
 /// A 4D view whose key positions (dim 2) are adjacent in memory and whose other steps are
@@ -104,25 +96,6 @@ fn keys_transposed(layout: &Layout) -> bool {
     shape.num_dims() == 4 && strides.iter().all(|&s| s >= 0) && (shape[2] <= 1 || strides[2] == 1)
 }
 
-/// A 4D view whose `[positions, dim]` matrices are row-major and contiguous.
-fn rows_contiguous(layout: &Layout) -> bool {
-    let shape = layout.shape();
-    let strides = layout.strides();
-    shape.num_dims() == 4
-        && strides.iter().all(|&s| s >= 0)
-        && (shape[3] <= 1 || strides[3] == 1)
-        && (shape[2] <= 1 || strides[2] == shape[3] as isize)
-}
-
-/// The stride of dimension `d`, 0 where the dimension has size 1 (it never steps).
-fn step(layout: &Layout, d: usize) -> usize {
-    if layout.shape()[d] <= 1 {
-        0
-    } else {
-        layout.strides()[d] as usize
-    }
-}
-
 fn one_query_attention(
     query: FlexTensor,
     key: FlexTensor,
@@ -131,24 +104,20 @@ fn one_query_attention(
     scale: Option<f64>,
 ) -> FlexTensor {
     let query = query.to_contiguous();
-    let q_shape = query.layout().shape();
-    let (batch, heads, head_dim) = (q_shape[0], q_shape[1], q_shape[3]);
-    let k_shape = key.layout().shape();
-    let v_shape = value.layout().shape();
-    let (kv_heads, seq_kv, val_dim) = (k_shape[1], k_shape[2], v_shape[3]);
-    assert_eq!(k_shape[0], batch, "attention: key batch mismatch");
-    assert_eq!(k_shape[3], head_dim, "attention: key head_dim mismatch");
-    assert_eq!(v_shape[0], batch, "attention: value batch mismatch");
-    assert_eq!(
-        v_shape[1], kv_heads,
-        "attention: key and value head counts differ"
+    let AttentionDims {
+        batch,
+        heads,
+        head_dim,
+        seq_kv,
+        val_dim,
+        q_per_kv,
+        ..
+    } = attention_dims(
+        query.layout(),
+        key.layout(),
+        value.layout(),
+        "attention (bf16 keys and values)",
     );
-    assert_eq!(v_shape[2], seq_kv, "attention: value seq_kv mismatch");
-    assert!(
-        kv_heads > 0 && heads.is_multiple_of(kv_heads),
-        "attention: q_heads ({heads}) must be divisible by kv_heads ({kv_heads})"
-    );
-    let q_per_kv = heads / kv_heads;
     let scale = scale.unwrap_or_else(|| 1.0 / (head_dim as f64).sqrt()) as f32;
 
     let mut output = vec![0f32; batch * heads * val_dim];
@@ -160,43 +129,23 @@ fn one_query_attention(
         );
     }
 
-    // The bias as a contiguous `[b or 1, heads or 1, 1, seq_kv]` block (one row per head).
-    let bias = attn_bias.map(|b| {
-        let shape = b.layout().shape();
-        assert!(
-            shape.num_dims() == 4
-                && (shape[0] == batch || shape[0] == 1)
-                && (shape[1] == heads || shape[1] == 1)
-                && shape[2] == 1
-                && shape[3] == seq_kv,
-            "attention: the bias must broadcast to [{batch}, {heads}, 1, {seq_kv}], got {:?}",
-            shape.to_vec()
-        );
-        let steps = (
-            if shape[0] == 1 { 0 } else { shape[1] * seq_kv },
-            if shape[1] == 1 { 0 } else { seq_kv },
-        );
-        (b.to_contiguous(), steps)
-    });
+    let bias = attn_bias.map(|b| broadcast_attn_mask_bias(b, [batch, heads, 1, seq_kv], "bias"));
 
     let q_data: &[f32] = query.storage();
     let k_data: &[bf16] = key.storage();
     let v_data: &[bf16] = value.storage();
-    let bias_data: Option<(&[f32], (usize, usize))> =
-        bias.as_ref().map(|(b, steps)| (b.storage(), *steps));
+    let bias_data: Option<(&[f32], (usize, usize))> = bias
+        .as_ref()
+        .map(|b| (b.tensor.storage(), (b.batch_step, b.head_step)));
     let k_layout = key.layout();
-    let (k_start, k_batch, k_head, k_row) = (
-        k_layout.start_offset(),
-        step(k_layout, 0),
-        step(k_layout, 1),
-        step(k_layout, 3),
-    );
-    let v_layout = value.layout();
-    let (v_start, v_batch, v_head) = (
-        v_layout.start_offset(),
-        step(v_layout, 0),
-        step(v_layout, 1),
-    );
+    let (k_start, k_batch, k_head) = matrix_steps(k_layout);
+    // The step between a key's dimensions (a dimension of size 1 never steps).
+    let k_row = if head_dim <= 1 {
+        0
+    } else {
+        k_layout.strides()[3] as usize
+    };
+    let (v_start, v_batch, v_head) = matrix_steps(value.layout());
     // The key slice of one head spans its `head_dim` rows, `k_row` apart.
     let k_len = (head_dim - 1) * k_row + seq_kv;
 
@@ -279,7 +228,8 @@ fn one_query_head(
 
 /// `scores[j] = (Σ_d q[d] · k[d][j]) · scale + bias[j]`, the sum over `d` in order whichever
 /// loop runs (so both give the same bits).
-#[allow(clippy::extra_unused_type_parameters)]
+// The named lifetime is for `with_simd`, which rejects an elided one in `Option<&[f32]>`.
+#[allow(clippy::extra_unused_type_parameters, clippy::needless_lifetimes)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn key_scores<'a, #[cfg(feature = "simd")] S: macerator::Simd>(
     q: &[f32],
@@ -423,7 +373,7 @@ fn exp_nonpositive(x: f32) -> f32 {
     let y = p * (r * r) + r + 1.0;
     let two_n = f32::from_bits(((n_int + 127) as u32) << 23);
     // All ones unless x is below the cutoff (−∞ included); NaN stays NaN through `clamped`.
-    let keep = 0u32.wrapping_sub(u32::from(!(x < CUTOFF)));
+    let keep = 0u32.wrapping_sub(u32::from(x >= CUTOFF || x.is_nan()));
     f32::from_bits((y * two_n).to_bits() & keep)
 }
 
