@@ -15,8 +15,8 @@
 //! prove the detectors fire.
 //!
 //! Without `/usr/bin/chromium` the test prints SKIPPED and passes (a dev machine);
-//! `DLM_BENCH_REQUIRE_BROWSER=1` (set by `.ci/run`, which installs Debian's `chromium`) turns
-//! that into a failure.
+//! `DLM_BENCH_REQUIRE_BROWSER=1` (set by `.ci/run`, which installs Debian's `chromium`) or
+//! `CI=true` turns that into a failure (tests/common/skip.rs).
 
 mod common;
 use common::*;
@@ -29,17 +29,13 @@ use std::time::{Duration, Instant};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// Whether Chromium is here; prints why the test is skipped when it is not.
-fn chromium_or_skip(test: &str) -> bool {
+/// Whether Chromium is here; when it is not, skips the test visibly, or fails it where Chromium
+/// is required (`CI=true`, `DLM_BENCH_REQUIRE_BROWSER`).
+fn chromium_or_skip() -> bool {
     if Path::new(CHROMIUM).exists() {
         return true;
     }
-    if std::env::var_os("DLM_BENCH_REQUIRE_BROWSER").is_some_and(|v| v != "0") {
-        panic!("{test}: {CHROMIUM} is missing but DLM_BENCH_REQUIRE_BROWSER is set (install it: apt-get install -y chromium)");
-    }
-    println!(
-        "SKIPPED {test}: {CHROMIUM} not found (apt-get install -y chromium; .ci/run installs it)"
-    );
+    skip::absent(&skip::CHROMIUM, format!("{CHROMIUM} not found"));
     false
 }
 
@@ -392,7 +388,7 @@ fn must_run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
 
 #[test]
 fn report_comparison_and_history_render_in_headless_chromium() {
-    if !chromium_or_skip("report_comparison_and_history_render_in_headless_chromium") {
+    if !chromium_or_skip() {
         return;
     }
     let out = scratch("browser");
@@ -653,7 +649,7 @@ fn screenshot_segments_of_a_page() {
         println!("set DLM_BENCH_SHOT_PAGE and DLM_BENCH_SHOT_DIR");
         return;
     };
-    if !chromium_or_skip("screenshot_segments_of_a_page") {
+    if !chromium_or_skip() {
         return;
     }
     let dir = PathBuf::from(dir);

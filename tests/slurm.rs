@@ -4,7 +4,8 @@
 //! under the test's directory and are stopped by PID when the test ends, also when it fails.
 //!
 //! Needs Debian's `slurmctld slurmd slurm-client munge` (`tools/install-slurm.sh`, which
-//! `.ci/run` runs) and root. Skipped without them, unless `DLM_BENCH_REQUIRE_SLURM=1`.
+//! `.ci/run` runs) and root. Skipped (visibly) without them, unless `DLM_BENCH_REQUIRE_SLURM=1` or
+//! `CI=true`, where the test fails (tests/common/skip.rs).
 
 mod common;
 use common::*;
@@ -119,10 +120,7 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
 #[test]
 fn a_job_array_on_a_real_cluster_merges_into_the_local_run() {
     if !available() {
-        if std::env::var_os("DLM_BENCH_REQUIRE_SLURM").is_some() {
-            panic!("Slurm is required (DLM_BENCH_REQUIRE_SLURM) but not installed or not root: run tools/install-slurm.sh as root");
-        }
-        eprintln!("skipped: Slurm or root not available (tools/install-slurm.sh)");
+        skip::absent(&skip::SLURM, "Slurm is not installed or this is not root");
         return;
     }
     let dir = scratch("slurm");

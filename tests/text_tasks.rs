@@ -10,9 +10,13 @@ use std::path::Path;
 
 /// GSM8K's first 12 test problems as (question, answer, gold).
 fn gsm8k_head(n: usize) -> Vec<(String, String, String)> {
-    let path = root().join("../shared/data/gsm8k/test.jsonl");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (the shared data folder)", path.display()));
+    let path = root().join("data/gsm8k/test.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (the repository's data/, see data/README.md)",
+            path.display()
+        )
+    });
     text.lines()
         .take(n)
         .map(|l| {
@@ -184,7 +188,7 @@ fn a_missing_or_altered_data_file_fails_its_cells_with_the_path() {
     // A data folder whose test.jsonl is GSM8K with one byte changed: the sha256 check refuses it.
     let data = dir.join("data");
     std::fs::create_dir_all(data.join("gsm8k")).unwrap();
-    let real = std::fs::read(root().join("../shared/data/gsm8k/test.jsonl")).unwrap();
+    let real = std::fs::read(root().join("data/gsm8k/test.jsonl")).unwrap();
     let mut altered = real.clone();
     altered[10] ^= 0x20;
     std::fs::write(data.join("gsm8k/test.jsonl"), altered).unwrap();

@@ -46,15 +46,20 @@ fn samples(dir: &Path) -> Vec<(String, u64, Vec<u64>)> {
 /// The real harness trains and samples a tiny MDM and AR model with `device: {device}` through
 /// the `dlm-neural` library `library_var` names (built with `--features {feature}`), and again
 /// with `device: flex`: the training curves agree to 1e-3 and at least 99% of the sampled tokens
-/// are identical. Without the library the test is skipped, unless `require_var` is `1`.
+/// are identical. Without the library the test is skipped (visibly), unless `require_var` is set
+/// (to anything but empty or `0`), where it fails.
 pub fn tiny_suite_matches_flex(device: &str, feature: &str, library_var: &str, require_var: &str) {
     let Some(library) = std::env::var_os(library_var) else {
-        assert!(
-            std::env::var(require_var).as_deref() != Ok("1"),
-            "{require_var}=1 but {library_var} names no dlm-neural library built with \
-             --features {feature}"
-        );
-        eprintln!("skipped: set {library_var} to a dlm-neural built with --features {feature}");
+        let fix = format!("point it at a dlm-neural library built with --features {feature}");
+        let backend = skip::Dependency {
+            name: &format!("a dlm-neural library for {device}"),
+            fix: &fix,
+            require_var: Some(require_var),
+            // Built by a separate step (.ci/run's wgpu phase, tools/tch/test.sh), which sets
+            // `require_var`; a plain `cargo test` on a CI machine has no such library.
+            required_in_ci: false,
+        };
+        skip::absent(&backend, format!("{library_var} is not set"));
         return;
     };
     let library = std::path::PathBuf::from(library);

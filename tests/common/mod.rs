@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod backend;
+pub mod skip;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,6 +25,9 @@ pub fn scratch(name: &str) -> PathBuf {
 pub fn command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dlm-bench"));
     cmd.current_dir(root())
+        // The plugins read the repository's data/ (a test that wants another folder names it
+        // in the suite), whatever data folder the developer's shell points at.
+        .env_remove("DLM_BENCH_DATA")
         .env("DLM_BENCH_PLUGIN_PROFILE", "debug")
         .env("DLM_BENCH_LOG", "warn")
         // One cell at a time unless a test asks for more (`--jobs`): tests that kill a run

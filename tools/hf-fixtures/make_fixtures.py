@@ -34,7 +34,7 @@ Regenerate (Python 3.10+, CPU only; nothing of the Rust build needs Python):
     python3 -m venv /tmp/venv-hf
     /tmp/venv-hf/bin/pip install torch safetensors tokenizers numpy transformers
     /tmp/venv-hf/bin/python tools/hf-fixtures/make_fixtures.py \
-        --data ../shared/data/gsm8k/train.jsonl --out plugins/hf/tests/fixtures
+        --data data/gsm8k/train.jsonl --out plugins/hf/tests/fixtures
 
 The weights come from a fixed torch seed and the tokenizer from a fixed training run, so a
 rerun with the same package versions writes the same files (reference.json records them).
@@ -559,7 +559,7 @@ def write_fixture(out, arch, tok, seed, check=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default="../shared/data/gsm8k/train.jsonl", help="GSM8K train.jsonl")
+    ap.add_argument("--data", default="data/gsm8k/train.jsonl", help="GSM8K train.jsonl")
     ap.add_argument("--out", default="plugins/hf/tests/fixtures", help="fixtures directory")
     ap.add_argument(
         "--check-transformers",

@@ -1,9 +1,9 @@
 //! MBPP, sanitized MBPP and HumanEval: loading (sha256-checked), splits and prompts.
 //!
-//! Files, relative to the data directory (see `shared/data/README.md`):
+//! Files, relative to the data directory (see the repository's `data/README.md`):
 //! `mbpp/mbpp.jsonl` (974 tasks), `mbpp/sanitized-mbpp.json` (427),
 //! `humaneval/HumanEval.jsonl.gz` (164). The data directory is `$DLM_BENCH_DATA`, or by
-//! default `../shared/data` relative to the workspace root.
+//! default the repository's `data/` (`<workspace root>/data`).
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -17,21 +17,19 @@ pub const MBPP_SANITIZED_FILE: &str = "mbpp/sanitized-mbpp.json";
 /// `humaneval/HumanEval.jsonl.gz`, relative to the data directory.
 pub const HUMANEVAL_FILE: &str = "humaneval/HumanEval.jsonl.gz";
 
-/// The sha256 of each file, from the table in `shared/data/README.md`.
-pub const SHA256: [(&str, &str); 3] = [
-    (
-        MBPP_FILE,
-        "ccf64ceae9c5403bf50a044cb6d505bfd2a2963ee58338ba268fd65beab92a9f",
-    ),
-    (
-        MBPP_SANITIZED_FILE,
-        "ca95deaa9a01ef0a6f439f88bcf0dd3db3563d22f22aad6cae04ebb9a8d8c8e9",
-    ),
-    (
-        HUMANEVAL_FILE,
-        "b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef",
-    ),
-];
+/// The repository's `data/SHA256SUMS` (`sha256sum` format), compiled in: the one table of pinned
+/// sums, shared with `dlm-reasoning` and checked against the files by `tests/data.rs`.
+const PINNED_SUMS: &str = include_str!("../../../data/SHA256SUMS");
+
+/// The pinned sha256 (lower-case hex) of `file`, a path relative to the data directory, from
+/// `data/SHA256SUMS`; `None` for a file the table does not list.
+pub fn pinned_sha256(file: &str) -> Option<&'static str> {
+    PINNED_SUMS.lines().find_map(|line| {
+        // `<sum>  <name>`, or `<sum> *<name>` as `sha256sum --binary` writes it.
+        let (sum, rest) = line.split_once(' ')?;
+        (rest.strip_prefix([' ', '*'])? == file).then_some(sum)
+    })
+}
 
 /// MBPP's test split (task ids 11–510, the README's evaluation set).
 pub const MBPP_TEST_IDS: std::ops::RangeInclusive<u32> = 11..=510;
@@ -51,12 +49,12 @@ pub enum DataError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The file's sha256 is not the one in `shared/data/README.md`.
-    #[error("{path}: sha256 mismatch: expected {expected}, found {actual} (a different version of the file?)")]
+    /// The file's sha256 is not the one in `data/SHA256SUMS`.
+    #[error("{path}: sha256 mismatch: expected {expected}, found {actual} (a different version of the file? data/README.md names the pinned ones)")]
     Checksum {
         /// The file.
         path: PathBuf,
-        /// From the README.
+        /// From `data/SHA256SUMS`.
         expected: String,
         /// Of the file.
         actual: String,
@@ -130,7 +128,7 @@ pub struct DataDir {
 }
 
 impl DataDir {
-    /// `$DLM_BENCH_DATA`, or `../shared/data` relative to the workspace root.
+    /// `$DLM_BENCH_DATA` (if set and not empty), or [`DataDir::default_root`].
     pub fn from_env() -> Self {
         match std::env::var_os("DLM_BENCH_DATA") {
             Some(p) if !p.is_empty() => Self::new(p),
@@ -138,9 +136,14 @@ impl DataDir {
         }
     }
 
-    /// `<workspace root>/../shared/data`.
+    /// `<workspace root>/data`, the copies committed with the repository (this crate is
+    /// `<workspace root>/plugins/code`).
     pub fn default_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .expect("the crate lies two folders below the workspace root")
+            .join("data")
     }
 
     /// A given directory; sha256 checking on.
@@ -179,7 +182,7 @@ impl DataDir {
             source,
         })?;
         if self.verify {
-            if let Some((_, expected)) = SHA256.iter().find(|(f, _)| *f == file) {
+            if let Some(expected) = pinned_sha256(file) {
                 let actual = hex(&Sha256::digest(&bytes));
                 if actual != *expected {
                     return Err(DataError::Checksum {
@@ -353,6 +356,19 @@ mod tests {
         let err = parse_jsonl::<HumanEvalTask>(Path::new("x.jsonl"), bad).unwrap_err();
         let msg = err.to_string();
         assert!(msg.starts_with("x.jsonl:3: missing field"), "{msg}");
+    }
+
+    #[test]
+    fn every_file_is_pinned() {
+        for file in [MBPP_FILE, MBPP_SANITIZED_FILE, HUMANEVAL_FILE] {
+            let sum = pinned_sha256(file).unwrap_or_else(|| panic!("{file} is not pinned"));
+            assert!(
+                sum.len() == 64 && sum.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{file}: {sum}"
+            );
+        }
+        assert_eq!(pinned_sha256("mbpp/other.jsonl"), None);
+        assert_eq!(pinned_sha256("mbpp.jsonl"), None);
     }
 
     #[test]

@@ -1,21 +1,23 @@
 //! Reference solutions pass in the real sandbox: every MBPP task (974, `test_list`), every
 //! sanitized MBPP task (427), every HumanEval task (164). MBPP's `challenge_test_list` is run
-//! and reported separately. Skips (with a message) when the data directory is absent.
+//! and reported separately. Skips (with a visible message) when the data directory
+//! (`$DLM_BENCH_DATA`, default the repository's `data/`) lacks a file, and fails instead under
+//! `CI=true` (tests/common/skip.rs).
 mod common;
+use common::skip;
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dlm_code::data::{DataDir, HUMANEVAL_FILE, MBPP_FILE, MBPP_SANITIZED_FILE};
 use dlm_code::{ExecResult, Sandbox, SandboxConfig, TestProgram};
 
+/// The data directory, or `None` (after a visible skip line) when it lacks a file.
 fn data() -> Option<DataDir> {
     let d = DataDir::from_env();
     for f in [MBPP_FILE, MBPP_SANITIZED_FILE, HUMANEVAL_FILE] {
         if !d.has(f) {
-            eprintln!(
-                "SKIPPED: {} not found (set DLM_BENCH_DATA to the benchmark data directory)",
-                d.path(f).display()
-            );
+            skip::absent(&skip::DATA, format!("{} not found", d.path(f).display()));
             return None;
         }
     }
@@ -176,4 +178,29 @@ fn broken_solutions_fail() {
             "passed"
         ]
     );
+}
+
+/// The repository's `data/` (`<workspace root>/data`) holds the three pinned files and is the
+/// data directory unless `$DLM_BENCH_DATA` names another (tests/data.rs runs the plugin with
+/// the variable removed).
+#[test]
+fn the_default_data_directory_is_the_repository_data() {
+    let workspace_data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+    assert_eq!(
+        DataDir::default_root().canonicalize().unwrap(),
+        workspace_data.canonicalize().unwrap()
+    );
+    let from_env = DataDir::from_env();
+    match std::env::var_os("DLM_BENCH_DATA") {
+        Some(dir) if !dir.is_empty() => assert_eq!(from_env.root(), PathBuf::from(dir)),
+        _ => assert_eq!(from_env.root(), DataDir::default_root()),
+    }
+    let repository = DataDir::new(DataDir::default_root());
+    let counts = (
+        repository.load_mbpp().unwrap().len(),
+        repository.load_mbpp_sanitized().unwrap().len(),
+        repository.load_humaneval().unwrap().len(),
+    );
+    // The row counts data/README.md gives.
+    assert_eq!(counts, (974, 427, 164));
 }

@@ -1,5 +1,5 @@
-//! The pinned GSM8K files: `gsm8k/test.jsonl` and `gsm8k/train.jsonl` under a data directory,
-//! checked against the sha256 sums in `shared/data/README.md`.
+//! The pinned GSM8K files: `gsm8k/test.jsonl` and `gsm8k/train.jsonl` under a data directory
+//! (by default the repository's `data/`), checked against the sha256 sums in `data/SHA256SUMS`.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,20 @@ use crate::arith::parse_answer;
 
 /// Environment variable naming the data directory (the folder that holds `gsm8k/`).
 pub const DATA_ENV: &str = "DLM_BENCH_DATA";
+
+/// The repository's `data/SHA256SUMS` (`sha256sum` format), compiled in: the one table of pinned
+/// sums, shared with `dlm-code` and checked against the files by `tests/data.rs`.
+const PINNED_SUMS: &str = include_str!("../../../data/SHA256SUMS");
+
+/// The pinned sha256 (lower-case hex) of `file`, a path relative to the data directory, from
+/// `data/SHA256SUMS`; `None` for a file the table does not list.
+pub fn pinned_sha256(file: &str) -> Option<&'static str> {
+    PINNED_SUMS.lines().find_map(|line| {
+        // `<sum>  <name>`, or `<sum> *<name>` as `sha256sum --binary` writes it.
+        let (sum, rest) = line.split_once(' ')?;
+        (rest.strip_prefix([' ', '*'])? == file).then_some(sum)
+    })
+}
 
 /// A GSM8K split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,12 +44,10 @@ impl Split {
         }
     }
 
-    /// The pinned sha256 (lower-case hex).
+    /// The pinned sha256 (lower-case hex), from `data/SHA256SUMS`.
     pub fn sha256(self) -> &'static str {
-        match self {
-            Split::Test => "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14",
-            Split::Train => "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465",
-        }
+        pinned_sha256(self.relative_path())
+            .expect("data/SHA256SUMS pins both GSM8K splits (unit test `every_split_is_pinned`)")
     }
 
     /// Number of problems in the pinned file.
@@ -65,8 +77,8 @@ pub struct Problem {
 pub enum DataError {
     /// The file does not exist.
     #[error(
-        "GSM8K file {path} not found; put the pinned copy there (see shared/data/README.md) or set \
-         {DATA_ENV} to the folder that contains `gsm8k/`"
+        "GSM8K file {path} not found; restore the repository's data/gsm8k/ (see data/README.md) or \
+         set {DATA_ENV} (or the task's `data_dir`) to the folder that contains `gsm8k/`"
     )]
     Missing {
         /// The expected path.
@@ -84,8 +96,8 @@ pub enum DataError {
     /// The file is not the pinned copy.
     #[error(
         "GSM8K file {path} has sha256 {actual}, expected {expected}; it is not the pinned copy — \
-         replace it with the file listed in shared/data/README.md (openai/grade-school-math \
-         commit 3101c7d)"
+         replace it with the file listed in data/README.md (openai/grade-school-math commit \
+         3101c7d), whose sum data/SHA256SUMS pins"
     )]
     HashMismatch {
         /// The file.
@@ -110,13 +122,22 @@ pub enum DataError {
     },
 }
 
-/// The data directory: `$DLM_BENCH_DATA` if set, else `../shared/data` relative to the
-/// workspace root (`/work/shared/data` in this checkout's layout).
+/// The data directory: `$DLM_BENCH_DATA` if set (and not empty), else [`repository_data_dir`].
 pub fn default_data_dir() -> PathBuf {
     match std::env::var_os(DATA_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        _ => repository_data_dir(),
     }
+}
+
+/// `<workspace root>/data`, the copies committed with the repository (this crate is
+/// `<workspace root>/plugins/reasoning`).
+pub fn repository_data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the crate lies two folders below the workspace root")
+        .join("data")
 }
 
 /// Loads a split from `data_dir`, checking its sha256 and every line.
@@ -235,6 +256,19 @@ mod tests {
         }
         let e = parse_jsonl(b"{\"a\xff\"}", Path::new("u.jsonl")).unwrap_err();
         assert!(e.to_string().contains("not UTF-8"));
+    }
+
+    #[test]
+    fn every_split_is_pinned() {
+        for split in [Split::Test, Split::Train] {
+            let sum = pinned_sha256(split.relative_path()).expect("pinned");
+            assert!(
+                sum.len() == 64 && sum.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{sum}"
+            );
+        }
+        assert_eq!(pinned_sha256("gsm8k/other.jsonl"), None);
+        assert_eq!(pinned_sha256("test.jsonl"), None);
     }
 
     #[test]

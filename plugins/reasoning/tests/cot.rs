@@ -3,7 +3,11 @@
 //! against text assembled here from the yaml's rules, the `The answer is n.` extraction, and
 //! the gold solutions rewritten to end `The answer is n.` scoring perfectly on every problem.
 //! Tests that need GSM8K skip with a message when the data directory (`$DLM_BENCH_DATA`,
-//! default `../shared/data` relative to the workspace root) has no GSM8K files.
+//! default the repository's `data/`) has no GSM8K files, and fail instead under `CI=true`
+//! (tests/common/skip.rs).
+
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
 
 use dlm_reasoning::answer::{StrictMatch, FLEXIBLE_PATTERN, STRICT_COT_PATTERN};
 use dlm_reasoning::data::{default_data_dir, load, DataError, Problem, Split};
@@ -69,15 +73,12 @@ fn yaml_samples() -> Vec<(String, String)> {
     samples
 }
 
-/// A GSM8K split, or `None` (with a message) when the data directory lacks it.
-fn problems_of(split: Split, what: &str) -> Option<Vec<Problem>> {
+/// A GSM8K split, or `None` (after a visible skip line) when the data directory lacks it.
+fn problems_of(split: Split) -> Option<Vec<Problem>> {
     match load(&default_data_dir(), split) {
         Ok(p) => Some(p),
         Err(DataError::Missing { path }) => {
-            println!(
-                "SKIPPED {what}: {} is absent (set DLM_BENCH_DATA)",
-                path.display()
-            );
+            skip::absent(&skip::DATA, format!("{} is absent", path.display()));
             None
         }
         Err(e) => panic!("{e}"),
@@ -85,7 +86,7 @@ fn problems_of(split: Split, what: &str) -> Option<Vec<Problem>> {
 }
 
 fn open(config: Value) -> Box<dyn Task> {
-    ReasoningPlugin::open_task("gsm8k", config).unwrap_or_else(|e| panic!("{}", e.0))
+    ReasoningPlugin::open_task("gsm8k", config).unwrap_or_else(|e| panic!("{}", e.message))
 }
 
 fn prompts(task: &mut Box<dyn Task>, n: usize) -> Vec<dlm_sdk::Prompt> {
@@ -125,7 +126,7 @@ fn exemplars_and_settings_match_the_yaml() {
 
 #[test]
 fn cot_prompts_are_laid_out_like_lm_eval() {
-    let Some(problems) = problems_of(Split::Test, "gsm8k-cot prompt layout") else {
+    let Some(problems) = problems_of(Split::Test) else {
         return;
     };
     let samples = yaml_samples();
@@ -179,7 +180,12 @@ fn cot_prompts_are_laid_out_like_lm_eval() {
 
 #[test]
 fn unknown_formats_and_too_many_shots_are_refused() {
-    let err = |config: Value| ReasoningPlugin::open_task("gsm8k", config).err().unwrap().0;
+    let err = |config: Value| {
+        ReasoningPlugin::open_task("gsm8k", config)
+            .err()
+            .unwrap()
+            .message
+    };
     let e = err(json!({"format": "cot"}));
     assert!(e.contains("format"), "{e}");
     assert!(
@@ -289,7 +295,7 @@ fn check_cot_reference(split: &str, problems: &[Problem]) -> usize {
 
 #[test]
 fn cot_reference_scores_perfectly_on_every_test_problem() {
-    let Some(problems) = problems_of(Split::Test, "gsm8k-cot gold reference (test)") else {
+    let Some(problems) = problems_of(Split::Test) else {
         return;
     };
     assert_eq!(problems.len(), 1319);
@@ -313,7 +319,7 @@ fn cot_reference_scores_perfectly_on_every_test_problem() {
 
 #[test]
 fn cot_reference_scores_perfectly_on_every_train_problem() {
-    let Some(problems) = problems_of(Split::Train, "gsm8k-cot gold reference (train)") else {
+    let Some(problems) = problems_of(Split::Train) else {
         return;
     };
     assert_eq!(problems.len(), 7473);

@@ -1,9 +1,16 @@
 //! Gold test: every GSM8K test and train solution, verified as a completion against its own
 //! gold answer. Annotation mode must find no wrong step and both extractions must be correct.
-//! Skips with a message when the data directory (`$DLM_BENCH_DATA`, default `../shared/data`
-//! relative to the workspace root) has no GSM8K files.
+//! Skips with a message when the data directory (`$DLM_BENCH_DATA`, default the repository's
+//! `data/`) has no GSM8K files, and fails instead under `CI=true` (tests/common/skip.rs).
 
-use dlm_reasoning::data::{default_data_dir, load, DataError, Split};
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
+
+use std::path::{Path, PathBuf};
+
+use dlm_reasoning::data::{
+    default_data_dir, load, repository_data_dir, DataError, Split, DATA_ENV,
+};
 use dlm_reasoning::{Outcome, Summary, Verifier};
 
 /// Regression bounds for free-text mode on gold, about twice what it finds today (test: 4
@@ -21,11 +28,7 @@ fn run_split(split: Split) {
     let problems = match load(&dir, split) {
         Ok(p) => p,
         Err(DataError::Missing { path }) => {
-            println!(
-                "SKIPPED gold test for {}: {} is absent (set DLM_BENCH_DATA)",
-                split.relative_path(),
-                path.display()
-            );
+            skip::absent(&skip::DATA, format!("{} is absent", path.display()));
             return;
         }
         Err(e) => panic!("{e}"),
@@ -138,4 +141,24 @@ fn gold_test_split() {
 #[test]
 fn gold_train_split() {
     run_split(Split::Train);
+}
+
+/// The repository's `data/` (`<workspace root>/data`) holds both pinned splits and is the data
+/// directory unless `$DLM_BENCH_DATA` names another (tests/data.rs runs the plugin with the
+/// variable removed).
+#[test]
+fn the_default_data_directory_is_the_repository_data() {
+    let workspace_data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+    assert_eq!(
+        repository_data_dir().canonicalize().unwrap(),
+        workspace_data.canonicalize().unwrap()
+    );
+    match std::env::var_os(DATA_ENV) {
+        Some(dir) if !dir.is_empty() => assert_eq!(default_data_dir(), PathBuf::from(dir)),
+        _ => assert_eq!(default_data_dir(), repository_data_dir()),
+    }
+    for split in [Split::Test, Split::Train] {
+        let problems = load(&repository_data_dir(), split).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(problems.len(), split.problems());
+    }
 }
