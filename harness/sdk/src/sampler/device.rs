@@ -22,7 +22,9 @@
 //! weights; argmax takes the first). `temperature` divides the logits where the host raises
 //! probabilities to `1/T`: the same distribution, rounded differently.
 
-use super::{generate_ar_with, generate_with, DenoiseNet, Drawn, NextNet, Params, RowError, Want};
+use super::{
+    generate_ar_with, generate_with, DenoiseNet, Drawn, NextNet, Registry, RowError, Shaping, Want,
+};
 use crate::{Denoiser, GenerateReply, GenerateRequest, Model, PluginError, Result};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
@@ -30,7 +32,7 @@ mod host_rows;
 
 /// A denoising network whose output stays on its device: the device-path counterpart of
 /// [`Denoiser`]. Wrap it in [`TensorDenoiserModel`] to get every sampler of
-/// [`super::SAMPLERS`].
+/// [`super::BUILT_IN`] (or of any [`Registry`]: [`Registry::generate_on_device`]).
 pub trait TensorDenoiser: Send {
     /// Number of real tokens; the mask token id is `vocab_size()`.
     fn vocab_size(&self) -> usize;
@@ -94,7 +96,8 @@ impl<A: TensorAutoregressive> Model for TensorAutoregressiveModel<A> {
     }
 }
 
-/// Generate a batch with the sampler the request names, drawing on the model's device.
+/// Generate a batch with the built-in sampler the request names, drawing on the model's
+/// device.
 pub fn generate<D: TensorDenoiser + ?Sized>(
     denoiser: &mut D,
     request: &GenerateRequest,
@@ -107,14 +110,33 @@ pub(crate) fn generate_by<D: TensorDenoiser + ?Sized>(
     request: &GenerateRequest,
     kernel: Kernel,
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
-    generate_with(
-        &mut DeviceNet {
-            denoiser,
-            logits: None,
-            kernel,
-        },
-        request,
-    )
+    generate_in(&Registry::built_in(), denoiser, request, kernel)
+}
+
+fn generate_in<D: TensorDenoiser + ?Sized>(
+    registry: &Registry,
+    denoiser: &mut D,
+    request: &GenerateRequest,
+    kernel: Kernel,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    let mut net = DeviceNet {
+        denoiser,
+        logits: None,
+        kernel,
+    };
+    generate_with(&mut net, request, registry)
+}
+
+impl Registry {
+    /// Generate a batch over `denoiser` with the sampler the request names, drawing on the
+    /// model's device (as [`generate`] does for the built-ins).
+    pub fn generate_on_device<D: TensorDenoiser + ?Sized>(
+        &self,
+        denoiser: &mut D,
+        request: &GenerateRequest,
+    ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        generate_in(self, denoiser, request, Kernel::Auto)
+    }
 }
 
 /// Ancestral sampling (`ar`) of a [`TensorAutoregressive`] model, drawing on its device.
@@ -219,7 +241,7 @@ fn copy_to_host<const N: usize>(logits: Tensor<N>, kernel: Kernel, out: &mut [f6
         host_f32(probabilities(logits))
     };
     if values.len() != out.len() {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_data(format!(
             "the model returned {} values, expected {}",
             values.len(),
             out.len()
@@ -254,7 +276,7 @@ impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
         let vocab = self.denoiser.vocab_size();
         let dims = logits.dims();
         if dims != [batch, length, vocab] {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_data(format!(
                 "the model returned logits of shape {dims:?}, expected [{batch}, {length}, {vocab}]"
             )));
         }
@@ -265,7 +287,7 @@ impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
         &mut self,
         rows: &[usize],
         uniforms: &[f64],
-        params: &Params,
+        params: &Shaping,
         want: Want,
     ) -> std::result::Result<Drawn, RowError> {
         let logits = self.logits.as_ref().expect("draw follows a forward");
@@ -300,7 +322,7 @@ impl<A: TensorAutoregressive + ?Sized> NextNet for DeviceNext<'_, A> {
         let vocab = self.model.vocab_size();
         let dims = logits.dims();
         if dims != [self.batch, vocab] {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_data(format!(
                 "the model returned next-token logits of shape {dims:?}, expected [{}, {vocab}]",
                 self.batch
             )));
@@ -312,7 +334,7 @@ impl<A: TensorAutoregressive + ?Sized> NextNet for DeviceNext<'_, A> {
         &mut self,
         rows: &[usize],
         uniforms: &[f64],
-        params: &Params,
+        params: &Shaping,
     ) -> std::result::Result<Drawn, RowError> {
         let logits = self.logits.as_ref().expect("draw follows next");
         device_draw(logits, rows, uniforms, params, Want::default(), self.kernel)
@@ -381,7 +403,7 @@ pub(crate) fn device_draw(
     logits: &Tensor<2>,
     rows: &[usize],
     uniforms: &[f64],
-    params: &Params,
+    params: &Shaping,
     want: Want,
     kernel: Kernel,
 ) -> std::result::Result<Drawn, RowError> {
@@ -423,7 +445,7 @@ fn draw_rows(
     logits: &Tensor<2>,
     rows: &[usize],
     uniforms: &[f64],
-    params: &Params,
+    params: &Shaping,
     want: Want,
     kernel: Kernel,
 ) -> std::result::Result<Drawn, RowError> {
@@ -492,7 +514,12 @@ fn draw_rows(
 /// The draw as a chain of Burn operations on the logits' device (`z`: the drawn rows,
 /// `[n, vocab]`): the token ids and the score columns (the check value, then the wanted
 /// scores), row by row.
-fn burn_chain(z: Tensor<2>, uniforms: &[f64], params: &Params, want: Want) -> (Vec<i64>, Vec<f32>) {
+fn burn_chain(
+    z: Tensor<2>,
+    uniforms: &[f64],
+    params: &Shaping,
+    want: Want,
+) -> (Vec<i64>, Vec<f32>) {
     let device = z.device();
     let [n, vocab] = z.dims();
     let truncated = params.top_k.is_some() || params.top_p.is_some();

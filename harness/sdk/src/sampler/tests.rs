@@ -204,7 +204,7 @@ fn ddpm_cache_is_refused_for_time_conditioned_models() {
     let mut d = ChainOracle::pruned();
     d.time_conditioned = true;
     let err = generate(&mut d, &request("ddpm_cache", 4, 2, 4, 0)).unwrap_err();
-    assert!(err.0.contains("time-conditioned"), "{err}");
+    assert!(err.message.contains("time-conditioned"), "{err}");
     assert!(generate(&mut d, &request("ddpm", 4, 2, 4, 0)).is_ok());
 }
 
@@ -412,11 +412,14 @@ fn bad_requests_are_errors() {
         ),
     ] {
         let e = generate(&mut d, &r).unwrap_err();
-        assert!(e.0.contains(needle), "{needle}: {e}");
+        assert!(e.message.contains(needle), "{needle}: {e}");
     }
     let mut r = request("low_confidence", 4, 1, 4, 0);
     r.sampler.schedule = Some("cosine".into());
-    assert!(generate(&mut d, &r).unwrap_err().0.contains("schedule"));
+    assert!(generate(&mut d, &r)
+        .unwrap_err()
+        .message
+        .contains("schedule"));
 }
 
 #[test]
@@ -483,7 +486,7 @@ proptest! {
 fn every_sampler_keeps_prompts_and_fills_only_the_region() {
     let length = 10;
     let prompts: Vec<Vec<u32>> = vec![vec![0, 1, 2], vec![1], vec![], vec![2, 2, 2, 2, 2, 2]];
-    for &name in SAMPLERS {
+    for name in Registry::built_in().names() {
         for params in [
             serde_json::json!({}),
             serde_json::json!({"block_length": 4}),
@@ -531,4 +534,58 @@ fn every_sampler_keeps_prompts_and_fills_only_the_region() {
         assert_eq!(&seq[..prompt.len()], &prompt[..], "ar: prompt changed");
         assert_eq!(stats.generated_tokens as usize, length - prompt.len());
     }
+}
+
+/// What a sampler's descriptor lists is what its parser accepts: every listed parameter
+/// parses with a value of its kind, and an unlisted one is refused with the list.
+#[test]
+fn every_sampler_accepts_exactly_the_parameters_it_describes() {
+    use params::{Handle, Kind, TEMPERATURE, TOP_K, TOP_P};
+    let described: Vec<&dyn Sampler> = Registry::built_in()
+        .samplers()
+        .map(|s| s as &dyn Sampler)
+        .chain([&Ar as &dyn Sampler])
+        .collect();
+    for sampler in described {
+        let info = sampler.info();
+        let declared: Vec<Param> = [TEMPERATURE.param(), TOP_K.param(), TOP_P.param()]
+            .into_iter()
+            .chain(sampler.params())
+            .collect();
+        let names: Vec<&str> = declared.iter().map(|p| p.name).collect();
+        assert_eq!(info.params, names, "{}", sampler.name());
+        for param in &declared {
+            let value = match &param.kind {
+                Kind::Number { .. } => serde_json::json!(0.5),
+                Kind::Count => serde_json::json!(2),
+                Kind::Choice { options } => serde_json::json!(options.last().unwrap()),
+            };
+            let given = [(param.name.to_string(), value)].into_iter().collect();
+            Params::parse(sampler, &given)
+                .unwrap_or_else(|e| panic!("{} {}: {e}", sampler.name(), param.name));
+        }
+        let unknown = [("nope".to_string(), serde_json::json!(1))]
+            .into_iter()
+            .collect();
+        let err = Params::parse(sampler, &unknown).unwrap_err();
+        assert!(err.message.contains(&names.join(", ")), "{err}");
+        assert_eq!(
+            info.one_step_per_token,
+            sampler.steps() == Steps::OnePerToken,
+            "{}",
+            sampler.name()
+        );
+    }
+}
+
+/// A schedule given to a sampler that reads none is refused, naming the samplers that do.
+#[test]
+fn a_schedule_is_refused_where_it_means_nothing() {
+    let mut r = request("left_to_right", 4, 1, 4, 0);
+    r.sampler.schedule = Some("cosine".into());
+    let err = generate(&mut ChainOracle::pruned(), &r).unwrap_err();
+    assert!(
+        err.message.contains("takes no `schedule`") && err.message.contains("ddpm, ddpm_cache"),
+        "{err}"
+    );
 }

@@ -25,7 +25,7 @@
 //! values under `1.7e-38` (relative to the largest weight, which is 1). The tests in
 //! `tests.rs` hold this kernel to the host path exactly as they hold the Burn chain.
 
-use super::{Params, Want, U_MAX};
+use super::{Shaping, Want, U_MAX};
 use multiversion::multiversion;
 use rayon::prelude::*;
 
@@ -196,7 +196,7 @@ struct Row {
     columns: [f32; 5],
 }
 
-fn draw_row(z: &[f32], u: f64, params: &Params, want: Want, block_sums: &mut Vec<f32>) -> Row {
+fn draw_row(z: &[f32], u: f64, params: &Shaping, want: Want, block_sums: &mut Vec<f32>) -> Row {
     let (max, second, nan) = if want.margin {
         top_two(z)
     } else {
@@ -273,7 +273,7 @@ pub(super) fn draw(
     logits: &[f32],
     vocab: usize,
     uniforms: &[f64],
-    params: &Params,
+    params: &Shaping,
     want: Want,
     width: usize,
 ) -> (Vec<i64>, Vec<f32>) {
@@ -312,7 +312,7 @@ pub(super) fn softmax(logits: &[f32], vocab: usize) -> Vec<f32> {
 
 /// Whether `params` are ones this kernel draws with: every temperature, no truncation (top-k
 /// and top-p sort the row, which stays with the Burn chain).
-pub(super) fn handles(params: &Params) -> bool {
+pub(super) fn handles(params: &Shaping) -> bool {
     params.top_k.is_none() && params.top_p.is_none() && params.temperature >= 0.0
 }
 

@@ -5,7 +5,7 @@
 use super::*;
 use crate::sampler::tests::{chain_prob, request, with_params, ChainAr, ChainOracle};
 use crate::sampler::{generate as host_generate, generate_ar as host_generate_ar, host_draw};
-use crate::sampler::{parse_params, Autoregressive};
+use crate::sampler::{Autoregressive, LowConfidence, Params};
 use burn::tensor::Device;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -189,11 +189,12 @@ fn large_vocabulary_draws_agree_except_at_rounding_boundaries() {
         json!({"top_k": 50}),
         json!({"top_p": 0.9, "temperature": 1.2}),
     ] {
-        let p = parse_params(
-            "low_confidence",
+        let p = Params::parse(
+            &LowConfidence,
             &params.as_object().unwrap().clone().into_iter().collect(),
         )
-        .unwrap();
+        .unwrap()
+        .shaping;
         let want = Want {
             confidence: true,
             entropy: true,
@@ -374,7 +375,8 @@ fn invalid_logits_are_an_error_naming_the_position() {
             let req = with_params(request("low_confidence", 2, 2, 3, 0), params.clone());
             let err = generate_by(&mut Bad(bad), &req, kernel).unwrap_err();
             assert!(
-                err.0.contains("sample 0, position 0: invalid distribution"),
+                err.message
+                    .contains("sample 0, position 0: invalid distribution"),
                 "{kernel:?} {bad} {params}: {err}"
             );
         }
@@ -390,7 +392,7 @@ fn invalid_logits_are_an_error_naming_the_position() {
     }
     let err = generate(&mut WrongShape, &request("ddpm", 2, 2, 3, 0)).unwrap_err();
     assert!(
-        err.0.contains("shape [2, 3, 5], expected [2, 3, 4]"),
+        err.message.contains("shape [2, 3, 5], expected [2, 3, 4]"),
         "{err}"
     );
 }

@@ -1,0 +1,211 @@
+//! `ar` — ancestral sampling of an [`Autoregressive`] model, one token per call; the model's
+//! `next` receives only the newly appended tokens, which is the hook for a KV cache. It takes
+//! exactly `L` steps. It runs over an autoregressive network, not a denoiser, so it is not in
+//! the denoiser [`super::Registry`]; it is described by the same [`Sampler`] trait.
+
+use super::draw::{Drawn, RowError, Shaping};
+use super::run::Canvas;
+use super::{Param, Params, Sampler, Steps, Want};
+use crate::{GenerateReply, GenerateRequest, PluginError, Result, SampleStats};
+use rand::Rng;
+use std::time::Instant;
+
+/// The `ar` sampler's description.
+#[derive(Debug, Clone, Copy)]
+pub struct Ar;
+
+impl Sampler for Ar {
+    fn name(&self) -> &'static str {
+        "ar"
+    }
+    fn params(&self) -> Vec<Param> {
+        Vec::new()
+    }
+    fn steps(&self) -> Steps {
+        Steps::OnePerToken
+    }
+    fn takes_schedule(&self) -> bool {
+        false
+    }
+}
+
+/// An autoregressive model: next-token distributions given the prefix.
+///
+/// `begin` starts a batch; each `next` call appends one token per row (`None` before the first
+/// position) and writes the next-token distribution of every row into `out` (`batch × vocab`).
+/// Because only the new tokens are passed, a model can keep a KV cache and make each call cost
+/// O(prefix) instead of re-running the whole prefix.
+pub trait Autoregressive: Send {
+    /// Number of real tokens; `next` writes `vocab_size()` probabilities per row.
+    fn vocab_size(&self) -> usize;
+    /// Device label recorded with every timing, e.g. `cpu` or `cuda:0`.
+    fn device(&self) -> String {
+        "cpu".to_string()
+    }
+    /// Start a batch of `batch` sequences of `length` tokens: drop any cache of the previous
+    /// batch. Exactly `length` calls of `next` follow.
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()>;
+    /// Append `appended` (one token per row; `None` on the first call, before any token) and
+    /// write into `out` (`batch × vocab_size()`) each row's distribution over the next token:
+    /// finite, non-negative, with positive mass (it need not be normalised).
+    fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()>;
+    /// Block until queued device work is done, so timings are honest. CPU models need nothing.
+    fn synchronize(&mut self) {}
+}
+
+/// Turns an [`Autoregressive`] model into a [`crate::Model`] with the `ar` sampler.
+pub struct AutoregressiveModel<A: Autoregressive> {
+    /// The wrapped model; every `generate` runs [`generate_ar`] over it.
+    pub model: A,
+}
+
+impl<A: Autoregressive> crate::Model for AutoregressiveModel<A> {
+    fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        generate_ar(&mut self.model, request)
+    }
+}
+
+/// What `ar` needs from an autoregressive network, wherever its output lives (as
+/// `DenoiseNet` for denoisers): the next-token output of every row, then draws from it.
+pub(crate) trait NextNet {
+    fn vocab_size(&self) -> usize;
+    fn device(&self) -> String;
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()>;
+    fn next(&mut self, appended: Option<&[u32]>) -> Result<()>;
+    /// Draw at rows `rows` (batch rows) of the last `next` output.
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Shaping,
+    ) -> std::result::Result<Drawn, RowError>;
+    fn synchronize(&mut self);
+}
+
+/// The host path: an [`Autoregressive`] model writing f64 probabilities.
+struct HostNext<'a, A: Autoregressive + ?Sized> {
+    model: &'a mut A,
+    out: Vec<f64>,
+}
+
+impl<A: Autoregressive + ?Sized> NextNet for HostNext<'_, A> {
+    fn vocab_size(&self) -> usize {
+        self.model.vocab_size()
+    }
+    fn device(&self) -> String {
+        self.model.device()
+    }
+    fn begin(&mut self, batch: usize, length: usize) -> Result<()> {
+        self.out = vec![0.0; batch * self.model.vocab_size()];
+        self.model.begin(batch, length)
+    }
+    fn next(&mut self, appended: Option<&[u32]>) -> Result<()> {
+        self.model.next(appended, &mut self.out)
+    }
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Shaping,
+    ) -> std::result::Result<Drawn, RowError> {
+        let vocab = self.model.vocab_size();
+        super::draw::host_draw(&self.out, vocab, rows, uniforms, params, Want::default())
+    }
+    fn synchronize(&mut self) {
+        self.model.synchronize()
+    }
+}
+
+/// Ancestral sampling of an autoregressive model (`ar`; `steps` must equal the length).
+pub fn generate_ar<A: Autoregressive + ?Sized>(
+    model: &mut A,
+    request: &GenerateRequest,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    generate_ar_with(
+        &mut HostNext {
+            model,
+            out: Vec::new(),
+        },
+        request,
+    )
+}
+
+/// `ar` over either path.
+pub(crate) fn generate_ar_with<N: NextNet>(
+    model: &mut N,
+    request: &GenerateRequest,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    let (batch, length) = (request.batch_size, request.length);
+    let spec = &request.sampler;
+    if spec.name != Ar.name() {
+        return Err(PluginError::unsupported(format!(
+            "an autoregressive model samples with `ar`, not `{}`",
+            spec.name
+        )));
+    }
+    if spec.steps != length {
+        return Err(PluginError::bad_config(format!(
+            "ar takes one step per token: steps must equal the length ({length}); got {}",
+            spec.steps
+        )));
+    }
+    if batch == 0 || length == 0 {
+        return Err(PluginError::bad_config(
+            "batch size and length must be positive",
+        ));
+    }
+    let params = Params::parse(&Ar, &spec.params)?;
+    let vocab = model.vocab_size();
+    let mut canvas = Canvas::new(batch, length, vocab as u32, request.prompts.as_deref())?;
+    let mut rngs = canvas.streams(request);
+    let start = Instant::now();
+    model.begin(batch, length)?;
+    let mut nfe = vec![0u64; batch];
+    let mut batch_nfe = 0;
+    for j in 0..length {
+        let appended: Option<Vec<u32>> = (j > 0).then(|| {
+            (0..batch)
+                .map(|b| canvas.tokens[b * length + j - 1])
+                .collect()
+        });
+        model.next(appended.as_deref())?;
+        batch_nfe += 1;
+        // Prompt tokens are fed, not sampled.
+        let rows: Vec<usize> = (0..batch)
+            .filter(|&b| canvas.tokens[b * length + j] == canvas.mask)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let uniforms: Vec<f64> = rows.iter().map(|&b| rngs[b].random::<f64>()).collect();
+        let drawn = model.draw(&rows, &uniforms, &params.shaping).map_err(|e| {
+            PluginError::bad_data(format!(
+                "sample {}, position {j}: {}",
+                rows[e.at], e.message
+            ))
+        })?;
+        for (&b, &token) in rows.iter().zip(&drawn.tokens) {
+            canvas.tokens[b * length + j] = token;
+            nfe[b] += 1;
+        }
+    }
+    model.synchronize();
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let samples = (0..batch)
+        .map(|b| SampleStats {
+            nfe: nfe[b],
+            generated_tokens: (length - canvas.prompt_len[b]) as u64,
+        })
+        .collect();
+    Ok((
+        canvas.tokens.chunks(length).map(<[u32]>::to_vec).collect(),
+        GenerateReply {
+            lengths: vec![length; batch],
+            samples,
+            batch_nfe,
+            wall_seconds,
+            device: model.device(),
+            texts: None,
+        },
+    ))
+}

@@ -1,0 +1,329 @@
+//! One generate call over a denoising network: the canvas, the samples' random streams, the
+//! NFE counters, and the checks every sampler shares before its own loop runs.
+
+use super::draw::{Drawn, RowError, Shaping};
+use super::{blocks, sample_rng, split_steps, DenoiserSampler, Params, Registry, Steps, Want};
+use crate::{Denoiser, GenerateReply, GenerateRequest, PluginError, Result, SampleStats};
+use rand_chacha::ChaCha8Rng;
+use std::ops::Range;
+use std::time::Instant;
+
+/// What the samplers need from a denoising network, wherever its output lives: one forward
+/// pass over the canvas, then draws (and scores) at chosen positions of that output. The host
+/// path keeps the output as f64 probabilities ([`Denoiser`]); the device path keeps logits as a
+/// Burn tensor on the model's device (`device::TensorDenoiser`, feature `burn`).
+pub(crate) trait DenoiseNet {
+    fn vocab_size(&self) -> usize;
+    fn time_conditioned(&self) -> bool;
+    fn device(&self) -> String;
+    /// Run the network on `tokens` (`batch × length`); later draws read this output.
+    fn forward(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()>;
+    /// Draw at output rows `rows` (`b · length + j`), `uniforms[i]` being row `i`'s draw.
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Shaping,
+        want: Want,
+    ) -> std::result::Result<Drawn, RowError>;
+    fn synchronize(&mut self);
+}
+
+/// The host path: a [`Denoiser`] writing f64 probabilities into a buffer.
+pub(crate) struct HostNet<'a, D: Denoiser + ?Sized> {
+    pub denoiser: &'a mut D,
+    pub probs: Vec<f64>,
+}
+
+impl<D: Denoiser + ?Sized> DenoiseNet for HostNet<'_, D> {
+    fn vocab_size(&self) -> usize {
+        self.denoiser.vocab_size()
+    }
+    fn time_conditioned(&self) -> bool {
+        self.denoiser.time_conditioned()
+    }
+    fn device(&self) -> String {
+        self.denoiser.device()
+    }
+    fn forward(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()> {
+        self.probs
+            .resize(batch * length * self.denoiser.vocab_size(), 0.0);
+        self.denoiser
+            .denoise(tokens, batch, length, t, &mut self.probs)
+    }
+    fn draw(
+        &mut self,
+        rows: &[usize],
+        uniforms: &[f64],
+        params: &Shaping,
+        want: Want,
+    ) -> std::result::Result<Drawn, RowError> {
+        let vocab = self.denoiser.vocab_size();
+        super::draw::host_draw(&self.probs, vocab, rows, uniforms, params, want)
+    }
+    fn synchronize(&mut self) {
+        self.denoiser.synchronize()
+    }
+}
+
+/// The batch being generated, row-major `batch × length`.
+pub(crate) struct Canvas {
+    pub tokens: Vec<u32>,
+    pub batch: usize,
+    pub length: usize,
+    pub mask: u32,
+    pub prompt_len: Vec<usize>,
+}
+
+impl Canvas {
+    pub fn new(
+        batch: usize,
+        length: usize,
+        mask: u32,
+        prompts: Option<&[Vec<u32>]>,
+    ) -> Result<Canvas> {
+        let mut tokens = vec![mask; batch * length];
+        let mut prompt_len = vec![0; batch];
+        if let Some(prompts) = prompts {
+            if prompts.len() != batch {
+                return Err(PluginError::bad_config(format!(
+                    "{} prompts given for a batch of {batch}",
+                    prompts.len()
+                )));
+            }
+            for (b, p) in prompts.iter().enumerate() {
+                if p.len() > length {
+                    return Err(PluginError::bad_config(format!(
+                        "prompt {b} has {} tokens, longer than the length {length}",
+                        p.len()
+                    )));
+                }
+                if let Some(&bad) = p.iter().find(|&&t| t >= mask) {
+                    return Err(PluginError::bad_data(format!(
+                        "prompt {b} holds token id {bad}, outside the vocabulary 0..{mask}"
+                    )));
+                }
+                tokens[b * length..b * length + p.len()].copy_from_slice(p);
+                prompt_len[b] = p.len();
+            }
+        }
+        Ok(Canvas {
+            tokens,
+            batch,
+            length,
+            mask,
+            prompt_len,
+        })
+    }
+
+    pub fn masked_in(&self, b: usize, range: &Range<usize>) -> Vec<usize> {
+        range
+            .clone()
+            .filter(|&j| self.tokens[b * self.length + j] == self.mask)
+            .collect()
+    }
+
+    /// The samples' random streams: sample `b` of the batch is the request's sample
+    /// `first_index + b`.
+    pub fn streams(&self, request: &GenerateRequest) -> Vec<ChaCha8Rng> {
+        (0..self.batch as u64)
+            .map(|i| sample_rng(request.seed, request.first_index + i))
+            .collect()
+    }
+}
+
+/// One generate call as a sampler sees it: the canvas (`batch × length` tokens, masked where
+/// still to be generated, prompts in front), each sample's random stream, the network, and the
+/// NFE counters. Positions are addressed as rows `b · length + j` (sample `b`, position `j`).
+pub struct Run<'a> {
+    net: &'a mut dyn DenoiseNet,
+    canvas: Canvas,
+    rngs: Vec<ChaCha8Rng>,
+    shaping: Shaping,
+    want: Want,
+    steps: usize,
+    schedule: Option<&'a str>,
+    batch_nfe: u64,
+    sample_nfe: Vec<u64>,
+}
+
+impl Run<'_> {
+    /// Number of samples in the batch.
+    pub fn batch(&self) -> usize {
+        self.canvas.batch
+    }
+    /// Positions per sample.
+    pub fn length(&self) -> usize {
+        self.canvas.length
+    }
+    /// The request's `steps` (already checked against [`super::Sampler::steps`]).
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+    /// The request's noise schedule name, if any (given only to samplers that take one).
+    pub fn schedule(&self) -> Option<&str> {
+        self.schedule
+    }
+    /// Whether the network takes the diffusion time as input.
+    pub fn time_conditioned(&self) -> bool {
+        self.net.time_conditioned()
+    }
+    /// The token at sample `b`, position `j` (`None` while masked).
+    pub fn token(&self, b: usize, j: usize) -> Option<u32> {
+        let token = self.canvas.tokens[b * self.canvas.length + j];
+        (token != self.canvas.mask).then_some(token)
+    }
+    /// The still-masked positions of sample `b` in `range`, in order.
+    pub fn masked_in(&self, b: usize, range: &Range<usize>) -> Vec<usize> {
+        self.canvas.masked_in(b, range)
+    }
+    /// The semi-autoregressive blocks of `block_length` positions (one block when `None`)
+    /// from the shortest prompt's end, each with its share of [`Run::steps`].
+    pub fn blocks(&self, block_length: Option<usize>) -> Result<Vec<(Range<usize>, usize)>> {
+        let first = self.canvas.prompt_len.iter().copied().min().unwrap_or(0);
+        let length = self.canvas.length;
+        let block_list = blocks(first, length, block_length.unwrap_or(length));
+        let steps = split_steps(self.steps, block_list.len())?;
+        Ok(block_list.into_iter().zip(steps).collect())
+    }
+    /// Sample `b`'s random stream: every draw for the sample comes from it, in a fixed order.
+    pub fn rng(&mut self, b: usize) -> &mut ChaCha8Rng {
+        &mut self.rngs[b]
+    }
+    /// One forward pass of the network over the canvas at diffusion time `t` (one batch NFE).
+    pub fn forward(&mut self, t: f64) -> Result<()> {
+        let c = &self.canvas;
+        self.net.forward(&c.tokens, c.batch, c.length, t)?;
+        self.batch_nfe += 1;
+        Ok(())
+    }
+    /// Count one network call for sample `b`'s own NFE: a call it needed (it still had masked
+    /// positions, and the output it reads is new to it).
+    pub fn count_call(&mut self, b: usize) {
+        self.sample_nfe[b] += 1;
+    }
+    /// Draw at rows `rows` of the last forward pass's output, `uniforms[i]` (from the row's
+    /// sample's stream) being row `i`'s draw, with the scores [`DenoiserSampler::scores`] asked
+    /// for. An invalid distribution is an error naming the sample and position.
+    pub fn draw(&mut self, rows: &[usize], uniforms: &[f64]) -> Result<Drawn> {
+        let length = self.canvas.length;
+        self.net
+            .draw(rows, uniforms, &self.shaping, self.want)
+            .map_err(|e| {
+                let row = rows[e.at];
+                PluginError::bad_data(format!(
+                    "sample {}, position {}: {}",
+                    row / length,
+                    row % length,
+                    e.message
+                ))
+            })
+    }
+    /// Commit `token` at row `row` (`b · length + j`).
+    pub fn commit(&mut self, row: usize, token: u32) {
+        self.canvas.tokens[row] = token;
+    }
+}
+
+/// Every sampler of `registry`, over either path.
+pub(crate) fn generate_with(
+    net: &mut dyn DenoiseNet,
+    request: &GenerateRequest,
+    registry: &Registry,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    let (batch, length) = (request.batch_size, request.length);
+    if batch == 0 || length == 0 {
+        return Err(PluginError::bad_config(format!(
+            "batch size and length must be positive (got batch {batch}, length {length})"
+        )));
+    }
+    let spec = &request.sampler;
+    let sampler = registry.get(&spec.name).ok_or_else(|| {
+        PluginError::bad_config(format!(
+            "unknown sampler `{}` for a denoiser; this model provides: {}",
+            spec.name,
+            registry.names().join(", ")
+        ))
+    })?;
+    let params = Params::parse(sampler, &spec.params)?;
+    let canvas = Canvas::new(
+        batch,
+        length,
+        net.vocab_size() as u32,
+        request.prompts.as_deref(),
+    )?;
+    check_steps_and_schedule(sampler, request, registry)?;
+    let rngs = canvas.streams(request);
+    let start = Instant::now();
+    let mut run = Run {
+        net,
+        canvas,
+        rngs,
+        shaping: params.shaping,
+        want: sampler.scores(&params),
+        steps: spec.steps,
+        schedule: spec.schedule.as_deref(),
+        batch_nfe: 0,
+        sample_nfe: vec![0; batch],
+    };
+    sampler.run(&mut run, &params)?;
+    run.net.synchronize();
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let canvas = &run.canvas;
+    if canvas.tokens.contains(&canvas.mask) {
+        return Err(PluginError::internal(format!(
+            "sampler `{}` left masked positions in its output (a bug in the sampler)",
+            spec.name
+        )));
+    }
+    let samples = (0..batch)
+        .map(|b| SampleStats {
+            nfe: run.sample_nfe[b],
+            generated_tokens: (length - canvas.prompt_len[b]) as u64,
+        })
+        .collect();
+    let sequences = canvas.tokens.chunks(length).map(<[u32]>::to_vec).collect();
+    Ok((
+        sequences,
+        GenerateReply {
+            lengths: vec![length; batch],
+            samples,
+            batch_nfe: run.batch_nfe,
+            wall_seconds,
+            device: run.net.device(),
+            texts: None,
+        },
+    ))
+}
+
+/// The request's `steps` and `schedule` against what the sampler says it reads.
+fn check_steps_and_schedule(
+    sampler: &dyn DenoiserSampler,
+    request: &GenerateRequest,
+    registry: &Registry,
+) -> Result<()> {
+    let (name, steps, length) = (sampler.name(), request.sampler.steps, request.length);
+    match sampler.steps() {
+        Steps::OnePerToken if steps != length => {
+            return Err(PluginError::bad_config(format!(
+                "{name} decodes one position per step, so steps must equal the length ({length}); got {steps}"
+            )));
+        }
+        Steps::Budget if steps == 0 => {
+            return Err(PluginError::bad_config(format!("{name} needs steps ≥ 1")));
+        }
+        Steps::OnePerToken | Steps::Budget => {}
+    }
+    if request.sampler.schedule.is_some() && !sampler.takes_schedule() {
+        let takers: Vec<&str> = registry
+            .samplers()
+            .filter(|s| s.takes_schedule())
+            .map(|s| s.name())
+            .collect();
+        return Err(PluginError::bad_config(format!(
+            "sampler `{name}` takes no `schedule` (it applies only to {})",
+            takers.join(", ")
+        )));
+    }
+    Ok(())
+}
