@@ -16,12 +16,21 @@ else
   echo "install-sandbox: installed $(bwrap --version)"
 fi
 
-# Probe: the same namespaces and privilege drop the sandbox uses (plugins/code/src/sandbox.rs).
+# bwrap >= 0.5 for --size (the capped tmpfs of /sandbox, /tmp, /dev/shm and the 64 KiB /dev).
+version="$(bwrap --version | awk '{print $2}')"
+if [ "$(printf '%s\n' 0.5.0 "$version" | sort -V | head -n1)" != 0.5.0 ]; then
+  echo "install-sandbox: bubblewrap $version is too old: the sandbox needs 0.5 or newer (--size)" >&2
+  exit 1
+fi
+
+# Probe: the same namespaces, privilege drop and /dev layout the sandbox uses
+# (plugins/code/src/sandbox.rs).
 probe_out="$(bwrap --unshare-all --die-with-parent --new-session --clearenv \
   --uid 65534 --gid 65534 \
   --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin \
-  --proc /proc --dev /dev --tmpfs /tmp \
-  -- /bin/sh -c 'echo ok-$(id -u)' 2>&1)" || {
+  --proc /proc --size 65536 --tmpfs /dev --dev-bind /dev/null /dev/null \
+  --size 1048576 --tmpfs /dev/shm --remount-ro /dev --size 1048576 --tmpfs /tmp \
+  -- /bin/sh -c 'echo ok-$(id -u) > /dev/null && echo ok-$(id -u)' 2>&1)" || {
   echo "install-sandbox: bwrap is installed but cannot create its namespaces here:" >&2
   echo "  $probe_out" >&2
   echo "  Enable unprivileged user namespaces (e.g. sysctl kernel.unprivileged_userns_clone=1," >&2
@@ -33,4 +42,17 @@ if [ "$probe_out" != "ok-65534" ]; then
   echo "install-sandbox: unexpected probe output: $probe_out" >&2
   exit 1
 fi
-echo "install-sandbox: namespace probe ok (uid 65534 inside, no network)"
+echo "install-sandbox: namespace probe ok (uid 65534 inside, no network, read-only /dev)"
+
+# Which whole-sandbox memory cap the harness will use here (docs/sandbox.md): a memory cgroup
+# per sample where this user can make one, else rlimits. Informational; nothing is changed.
+cg2="$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)"
+cg1="$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)"
+if [ -n "$cg2" ] && grep -qw memory "/sys/fs/cgroup${cg2}/cgroup.subtree_control" 2>/dev/null \
+  && [ -w "/sys/fs/cgroup${cg2}" ]; then
+  echo "install-sandbox: memory cap: cgroup v2 (/sys/fs/cgroup${cg2})"
+elif [ -n "$cg1" ] && [ -w "/sys/fs/cgroup/memory${cg1}" ]; then
+  echo "install-sandbox: memory cap: cgroup v1 (/sys/fs/cgroup/memory${cg1})"
+else
+  echo "install-sandbox: memory cap: rlimits (no writable memory cgroup for this user; see docs/sandbox.md)"
+fi

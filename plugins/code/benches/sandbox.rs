@@ -103,7 +103,7 @@ fn plugin_mbpp(c: &mut Criterion) {
     let n = 100;
     let config = serde_json::json!({"allow_code_execution": true, "limit": n});
     let mut task = CodePlugin::open_task("mbpp", config)
-        .map_err(|e| e.0)
+        .map_err(|e| e.message)
         .unwrap();
     let completions: Vec<Completion> = task
         .prompts(&PromptsRequest {

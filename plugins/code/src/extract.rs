@@ -16,16 +16,9 @@ pub const HUMANEVAL_STOP_SEQUENCES: [&str; 5] = ["\nclass", "\ndef", "\n#", "\ni
 /// Stop sequences for the few-shot MBPP prompt (lm-eval `mbpp.yaml`, the MBPP paper).
 pub const MBPP_STOP_SEQUENCES: [&str; 1] = ["[DONE]"];
 
-/// `text` up to (not including) the earliest occurrence of any of `stops`.
-pub fn truncate_at_stops<'a>(text: &'a str, stops: &[&str]) -> &'a str {
-    let cut = stops
-        .iter()
-        .filter(|s| !s.is_empty())
-        .filter_map(|s| text.find(s))
-        .min()
-        .unwrap_or(text.len());
-    &text[..cut]
-}
+/// `text` up to (not including) the earliest occurrence of any of the stop sequences: the
+/// one definition every text task cuts completions with.
+pub use dlm_sdk::cut_at_first_stop as truncate_at_stops;
 
 /// The contents of the first fenced code block (```` ``` ```` or ```` ```python ````, any info
 /// word) in `text`, or `None`. An unclosed fence runs to the end of the text.
@@ -102,6 +95,6 @@ mod tests {
             truncate_at_stops("a\nif b\ndef c", &HUMANEVAL_STOP_SEQUENCES),
             "a"
         );
-        assert_eq!(truncate_at_stops("abc", &[]), "abc");
+        assert_eq!(truncate_at_stops::<&str>("abc", &[]), "abc");
     }
 }

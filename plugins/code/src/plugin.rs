@@ -13,10 +13,11 @@
 //! | key | meaning | default |
 //! |---|---|---|
 //! | `allow_code_execution` | must be `true`: the task runs model-written programs | `false` (refused) |
-//! | `data_dir` | folder holding `mbpp/` and `humaneval/` (sha256-checked) | `$DLM_BENCH_DATA`, else `../shared/data` |
+//! | `data_dir` | folder holding `mbpp/` and `humaneval/` (sha256-checked) | `$DLM_BENCH_DATA`, else the repository's `data/` |
 //! | `limit` | use only the first `limit` problems | all |
 //! | `jobs` | sandboxes run at once while scoring | the number of cores |
 //! | `timeout_seconds` | wall-clock limit per sample | 10 |
+//! | `memory_mb` | memory cap of one sample's whole sandbox (all its processes and files), MiB, 512 … 1048576; a memory cgroup where one can be made, else rlimits ([`crate::sandbox::cgroup`], `docs/sandbox.md`) | 1024 |
 //! | `shots` | `mbpp`, `mbpp-sanitized` only: few-shot examples (tasks 2, 3, 4, in order) | 3 |
 //!
 //! # Problems, prompts and references
@@ -57,21 +58,21 @@
 //! sandbox works.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
-use std::time::Duration;
 
 use dlm_sdk::{
     Better, Completion, ComponentInfo, MetricDecl, MetricKind, Plugin, PluginError, Prompt,
     PromptsRequest, Result, SampleReferenceRequest, SampleScore, Task, TaskDescription,
     TextTaskInfo,
 };
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::data::{self, DataDir, HumanEvalTask, MbppTask, SanitizedMbppTask};
 use crate::extract;
 use crate::program::{Cause, Outcome, Stage, TestProgram};
-use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::sandbox::Sandbox;
+
+mod config;
+use config::{parse_config, settings};
 
 /// The plugin: tasks `mbpp`, `mbpp-sanitized` and `humaneval`.
 pub struct CodePlugin;
@@ -117,9 +118,9 @@ impl Benchmark {
     /// The config keys, for error messages.
     fn keys(self) -> &'static str {
         if self.few_shot() {
-            "allow_code_execution, data_dir, limit, jobs, timeout_seconds, shots"
+            "allow_code_execution, data_dir, limit, jobs, timeout_seconds, memory_mb, shots"
         } else {
-            "allow_code_execution, data_dir, limit, jobs, timeout_seconds"
+            "allow_code_execution, data_dir, limit, jobs, timeout_seconds, memory_mb"
         }
     }
 
@@ -150,16 +151,18 @@ impl Plugin for CodePlugin {
     const HAS_TASKS: bool = true;
 
     fn tasks() -> Vec<ComponentInfo> {
-        let task = |name: &str, what: &str| ComponentInfo {
-            name: name.into(),
-            description: format!(
-                "{what}; runs model-written code in a bubblewrap sandbox (config: \
-                 allow_code_execution: true (required), data_dir, limit, jobs, timeout_seconds{})",
-                if name == "humaneval" { "" } else { ", shots" }
-            ),
-            capabilities: vec!["text".into(), "code-execution".into()],
-            samplers: Vec::new(),
-            sampler_info: Vec::new(),
+        let task = |name: &str, what: &str| {
+            ComponentInfo::new(
+                name,
+                format!(
+                    "{what}; runs model-written code in a bubblewrap sandbox (config: \
+                     allow_code_execution: true (required), data_dir, limit, jobs, \
+                     timeout_seconds, memory_mb{})",
+                    if name == "humaneval" { "" } else { ", shots" }
+                ),
+            )
+            .with_capability("text")
+            .with_capability("code-execution")
         };
         vec![
             task(
@@ -176,7 +179,7 @@ impl Plugin for CodePlugin {
 
     fn open_task(name: &str, config: Value) -> Result<Box<dyn Task>> {
         let benchmark = Benchmark::from_name(name).ok_or_else(|| {
-            PluginError(format!(
+            PluginError::bad_config(format!(
                 "plugin `dlm-code` provides no task `{name}` (it has `mbpp`, `mbpp-sanitized` \
                  and `humaneval`)"
             ))
@@ -187,13 +190,7 @@ impl Plugin for CodePlugin {
 
 /// The metrics every code task declares.
 fn metrics() -> Vec<MetricDecl> {
-    let decl = |name: &str, label: &str, kind| MetricDecl {
-        name: name.into(),
-        label: label.into(),
-        kind,
-        better: Better::Higher,
-        digits: 3,
-    };
+    let decl = |name: &str, label: &str, kind| MetricDecl::new(name, label, kind, Better::Higher);
     vec![
         decl("passed", "pass (all tests)", MetricKind::Rate),
         decl("pass_at_1", "pass@1", MetricKind::PassAtK { k: 1 }),
@@ -226,133 +223,7 @@ pub fn sample_score(code: String, outcome: &Outcome) -> SampleScore {
         }
     }
     extra.insert("code".into(), json!(code));
-    SampleScore {
-        log_q: None,
-        in_support: passed,
-        first_invalid: None,
-        invalid_transitions: 0,
-        extra,
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Config
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CodeConfig {
-    #[serde(default)]
-    allow_code_execution: bool,
-    #[serde(default)]
-    data_dir: Option<PathBuf>,
-    #[serde(default)]
-    limit: Option<usize>,
-    #[serde(default)]
-    jobs: Option<usize>,
-    #[serde(default)]
-    timeout_seconds: Option<f64>,
-    #[serde(default)]
-    shots: Option<usize>,
-}
-
-/// The checked settings of a task.
-#[derive(Debug)]
-struct Settings {
-    data: DataDir,
-    limit: Option<usize>,
-    shots: usize,
-    sandbox: SandboxConfig,
-}
-
-/// Parses a config, naming the offending key in every error.
-fn parse_config(benchmark: Benchmark, config: Value) -> Result<CodeConfig> {
-    let task = benchmark.name();
-    if config.is_null() {
-        return Ok(CodeConfig::default());
-    }
-    serde_json::from_value::<CodeConfig>(config.clone()).map_err(|e| {
-        let e = e.to_string();
-        // serde names unknown keys but not the key of a value of the wrong type: find it by
-        // parsing each key alone.
-        let culprit = config.as_object().and_then(|m| {
-            m.iter()
-                .find(|(k, v)| {
-                    let alone = serde_json::Map::from_iter([((*k).clone(), (*v).clone())]);
-                    serde_json::from_value::<CodeConfig>(Value::Object(alone)).is_err()
-                })
-                .map(|(k, _)| k.clone())
-        });
-        match culprit {
-            Some(k) if !e.contains(&format!("`{k}`")) => PluginError(format!(
-                "{task} config: `{k}`: {e} (keys: {})",
-                benchmark.keys()
-            )),
-            _ => PluginError(format!("{task} config: {e} (keys: {})", benchmark.keys())),
-        }
-    })
-}
-
-/// Checks a parsed config: the opt-in first, then every value.
-fn settings(benchmark: Benchmark, config: CodeConfig) -> Result<Settings> {
-    let task = benchmark.name();
-    if !config.allow_code_execution {
-        return Err(PluginError(format!(
-            "{task}: code execution is disabled. This task runs model-written Python programs \
-             against the benchmark's tests (each in a fresh bubblewrap sandbox: no network, an \
-             unprivileged uid, rlimits, a timeout), which needs an explicit opt-in, as \
-             lm-evaluation-harness's --confirm_run_unsafe_code: set `allow_code_execution: \
-             true` in the task's `config:` in the suite"
-        )));
-    }
-    if config.limit == Some(0) {
-        return Err(PluginError(format!(
-            "{task} config: `limit` must be at least 1"
-        )));
-    }
-    if config.jobs == Some(0) {
-        return Err(PluginError(format!(
-            "{task} config: `jobs` must be at least 1 (omit it for one per core)"
-        )));
-    }
-    let mut sandbox = SandboxConfig::default();
-    if let Some(t) = config.timeout_seconds {
-        if !(t.is_finite() && t > 0.0 && t <= 3600.0) {
-            return Err(PluginError(format!(
-                "{task} config: `timeout_seconds` must be more than 0 and at most 3600, got {t}"
-            )));
-        }
-        sandbox.timeout = Duration::from_secs_f64(t);
-        // The CPU rlimit never cuts a run the wall-clock limit would let finish.
-        sandbox.cpu_seconds = sandbox.cpu_seconds.max(t.ceil() as u64);
-    }
-    sandbox.parallelism = match config.jobs {
-        Some(j) => j,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    let max_shots = data::MBPP_FEWSHOT_IDS.len();
-    let shots = match (benchmark.few_shot(), config.shots) {
-        (false, Some(_)) => {
-            return Err(PluginError(format!(
-                "{task} config: `shots` is for mbpp and mbpp-sanitized only (HumanEval's \
-                 prompt is the function's signature and docstring)"
-            )))
-        }
-        (false, None) => 0,
-        (true, None) => max_shots,
-        (true, Some(s)) if s > max_shots => {
-            return Err(PluginError(format!(
-                "{task} config: `shots` must be at most {max_shots} (the few-shot tasks 2, 3, \
-                 4), got {s}"
-            )))
-        }
-        (true, Some(s)) => s,
-    };
-    Ok(Settings {
-        data: config.data_dir.map_or_else(DataDir::from_env, DataDir::new),
-        limit: config.limit,
-        shots,
-        sandbox,
-    })
+    SampleScore::text(passed, extra)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -394,13 +265,13 @@ fn load_problems(
 ) -> Result<Vec<Problem>> {
     let task = benchmark.name();
     let data_error = |e: data::DataError| {
-        PluginError(format!(
+        PluginError::bad_data(format!(
             "{task}: {e} (set `data_dir` or $DLM_BENCH_DATA to the benchmark data folder; see \
-             shared/data/README.md)"
+             data/README.md)"
         ))
     };
     let missing_shots = || {
-        PluginError(format!(
+        PluginError::bad_data(format!(
             "{task}: the few-shot tasks {:?} are not all in the data",
             data::MBPP_FEWSHOT_IDS
         ))
@@ -451,7 +322,9 @@ fn load_problems(
         problems.truncate(limit);
     }
     if problems.is_empty() {
-        return Err(PluginError(format!("{task}: the data holds no problems")));
+        return Err(PluginError::bad_data(format!(
+            "{task}: the data holds no problems"
+        )));
     }
     Ok(problems)
 }
@@ -472,7 +345,7 @@ impl CodeTask {
     fn open(benchmark: Benchmark, config: Value) -> Result<Self> {
         let settings = settings(benchmark, parse_config(benchmark, config)?)?;
         let sandbox = Sandbox::new(true, settings.sandbox)
-            .map_err(|e| PluginError(format!("{}: {e}", benchmark.name())))?;
+            .map_err(|e| PluginError::bad_data(format!("{}: {e}", benchmark.name())))?;
         let problems = load_problems(benchmark, &settings.data, settings.shots, settings.limit)?;
         let index = problems
             .iter()
@@ -493,7 +366,7 @@ impl CodeTask {
             .get(id)
             .map(|&i| &self.problems[i])
             .ok_or_else(|| {
-                PluginError(format!(
+                PluginError::bad_config(format!(
                     "{}: unknown prompt id `{id}` (this task's {} problems are `{}` … `{}`)",
                     self.benchmark.name(),
                     self.problems.len(),
@@ -517,42 +390,35 @@ impl CodeTask {
 
 /// Text tasks have no reference token sampler.
 fn no_sequences() -> PluginError {
-    PluginError(
-        "a text task has no token-sequence sampler: the harness asks it for prompts (`task.prompts`)"
-            .into(),
+    PluginError::unsupported(
+        "a text task has no token-sequence sampler: the harness asks it for prompts (`task.prompts`)",
     )
 }
 
 impl Task for CodeTask {
     fn describe(&mut self, length: usize) -> Result<TaskDescription> {
         let config = self.sandbox.config();
-        Ok(TaskDescription {
-            label: self.label(),
-            vocab_size: 0,
-            mask_id: 0,
-            length,
-            entropy_nats: None,
-            entropy_exact: false,
-            entropy_std_error: 0.0,
-            optimal_ter: None,
-            support_log10_density: None,
-            details: json!({
+        Ok({
+            let mut d = TaskDescription::new(self.label(), 0, length);
+            d.details = json!({
                 "task": self.benchmark.name(),
                 "problems": self.problems.len(),
                 "shots": self.shots,
                 "timeout_seconds": config.timeout.as_secs_f64(),
                 "cpu_seconds": config.cpu_seconds,
                 "address_space_bytes": config.address_space_bytes,
+                "memory_bytes": config.memory_bytes,
+                "memory_cap": self.sandbox.memory_cap().kind(),
                 "execution": "one fresh bubblewrap sandbox per sample (dlm-code's sandbox.rs)",
-            }),
-            metrics: metrics(),
-            text: Some(TextTaskInfo {
-                vocabulary: None,
-                eos_id: None,
-                stop: self.benchmark.stop(),
-                prompts: Some(self.problems.len()),
-                prompt_ids: Some(self.problems.iter().map(|p| p.id.clone()).collect()),
-            }),
+            });
+            d.metrics = metrics();
+            d.text = Some({
+                let mut text = TextTaskInfo::new(self.benchmark.stop());
+                text.prompts = Some(self.problems.len());
+                text.prompt_ids = Some(self.problems.iter().map(|p| p.id.clone()).collect());
+                text
+            });
+            d
         })
     }
 
@@ -604,316 +470,4 @@ mod export {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::data::{HUMANEVAL_FILE, MBPP_FILE, MBPP_SANITIZED_FILE};
-
-    /// Whether the real sandbox runs here; otherwise skip with a message, or fail under
-    /// `CI=true` or `DLM_BENCH_REQUIRE_SANDBOX=1` (as `tests/common/mod.rs`).
-    fn sandbox_here() -> bool {
-        match Sandbox::new(true, SandboxConfig::default()) {
-            Ok(_) => true,
-            Err(e) => {
-                let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-                let required = std::env::var("DLM_BENCH_REQUIRE_SANDBOX").is_ok_and(|v| v == "1");
-                if ci || required {
-                    panic!("the code sandbox is required here (CI=true or DLM_BENCH_REQUIRE_SANDBOX=1) but unavailable: {e}");
-                }
-                eprintln!("SKIPPED (sandbox unavailable, not in CI): {e}");
-                false
-            }
-        }
-    }
-
-    /// Whether the benchmark files are here; otherwise skip with a message.
-    fn data_here() -> bool {
-        let d = DataDir::from_env();
-        for f in [MBPP_FILE, MBPP_SANITIZED_FILE, HUMANEVAL_FILE] {
-            if !d.has(f) {
-                eprintln!(
-                    "SKIPPED: {} not found (set DLM_BENCH_DATA to the benchmark data directory)",
-                    d.path(f).display()
-                );
-                return false;
-            }
-        }
-        true
-    }
-
-    fn open(benchmark: Benchmark, config: Value) -> CodeTask {
-        CodeTask::open(benchmark, config).unwrap_or_else(|e| panic!("{}", e.0))
-    }
-
-    fn open_err(name: &str, config: Value) -> String {
-        match CodePlugin::open_task(name, config) {
-            Ok(_) => panic!("{name} opened"),
-            Err(e) => e.0,
-        }
-    }
-
-    fn completion(id: &str, text: &str) -> Completion {
-        Completion {
-            prompt_id: id.into(),
-            text: text.into(),
-        }
-    }
-
-    /// The harness cuts completions before the first stop string; so do these tests.
-    fn cut(text: &str, stop: &[String]) -> String {
-        let stops: Vec<&str> = stop.iter().map(String::as_str).collect();
-        extract::truncate_at_stops(text, &stops).to_string()
-    }
-
-    #[test]
-    fn reference_completions_pass() {
-        if !(data_here() && sandbox_here()) {
-            return;
-        }
-        for benchmark in Benchmark::ALL {
-            let mut task = open(
-                benchmark,
-                json!({"allow_code_execution": true, "limit": 20}),
-            );
-            let stop = task.describe(0).unwrap().text.unwrap().stop;
-            let prompts = task
-                .prompts(&PromptsRequest {
-                    first_index: 0,
-                    n: 20,
-                    seed: 0,
-                })
-                .unwrap();
-            let completions: Vec<Completion> = prompts
-                .iter()
-                .map(|p| completion(&p.id, &cut(p.reference.as_deref().unwrap(), &stop)))
-                .collect();
-            let scores = task.score_text(&completions).unwrap();
-            assert_eq!(scores.len(), 20);
-            for (p, s) in prompts.iter().zip(&scores) {
-                assert!(s.in_support, "{} {}: {s:?}", benchmark.name(), p.id);
-                assert_eq!(s.extra["passed"], json!(true));
-                assert_eq!(s.extra["pass_at_10"], json!(true));
-                assert!(!s.extra.contains_key("cause"));
-            }
-        }
-    }
-
-    #[test]
-    fn wrong_completions_fail_with_their_cause() {
-        if !(data_here() && sandbox_here()) {
-            return;
-        }
-        let mut task = open(
-            Benchmark::HumanEval,
-            json!({"allow_code_execution": true, "limit": 3, "timeout_seconds": 1, "jobs": 2}),
-        );
-        let scores = task
-            .score_text(&[
-                completion("HumanEval/0", "    return None\n"),
-                completion("HumanEval/1", "    return undefined_name\n"),
-                completion("HumanEval/2", "    return (\n"),
-                completion("HumanEval/0", "    while True:\n        pass\n"),
-            ])
-            .unwrap();
-        let causes: Vec<(&Value, Option<&Value>)> = scores
-            .iter()
-            .map(|s| (&s.extra["cause"], s.extra.get("failing_test")))
-            .collect();
-        assert_eq!(
-            causes,
-            [
-                (&json!("AssertionError"), Some(&json!(0))),
-                (&json!("NameError"), Some(&json!(0))),
-                (&json!("syntax error"), None),
-                (&json!("timeout"), None),
-            ]
-        );
-        assert!(scores.iter().all(|s| !s.in_support));
-        assert_eq!(scores[0].extra["passed"], json!(false));
-        assert_eq!(scores[0].extra["code"], json!("    return None\n"));
-        assert_eq!(scores[2].extra["stage"], json!("sample"));
-        assert!(
-            scores[1].extra["message"]
-                .as_str()
-                .unwrap()
-                .contains("undefined_name"),
-            "{:?}",
-            scores[1].extra
-        );
-
-        let mut task = open(
-            Benchmark::Mbpp,
-            json!({"allow_code_execution": true, "limit": 2}),
-        );
-        let scores = task
-            .score_text(&[
-                // Fenced, then cut at [DONE]: the code is the block's body.
-                completion(
-                    "11",
-                    "```python\ndef remove_Occ(s, ch):\n    return s\n```\n[DONE]",
-                ),
-                completion("12", "def sort_matrix(m):\n    raise ValueError('no')\n"),
-            ])
-            .unwrap();
-        assert_eq!(scores[0].extra["cause"], json!("AssertionError"));
-        assert_eq!(scores[0].extra["failing_test"], json!(0));
-        assert_eq!(
-            scores[0].extra["code"],
-            json!("def remove_Occ(s, ch):\n    return s")
-        );
-        assert_eq!(scores[1].extra["cause"], json!("ValueError"));
-        assert_eq!(scores[1].extra["message"], json!("no"));
-
-        let e = task.score_text(&[completion("10", "")]).unwrap_err().0;
-        assert!(e.contains("unknown prompt id `10`"), "{e}");
-    }
-
-    #[test]
-    fn results_do_not_depend_on_jobs() {
-        if !(data_here() && sandbox_here()) {
-            return;
-        }
-        let scores = |jobs: usize| {
-            let mut task = open(
-                Benchmark::HumanEval,
-                json!({"allow_code_execution": true, "limit": 20, "jobs": jobs}),
-            );
-            let prompts = task
-                .prompts(&PromptsRequest {
-                    first_index: 0,
-                    n: 24,
-                    seed: 0,
-                })
-                .unwrap();
-            let completions: Vec<Completion> = prompts
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let text = match i % 3 {
-                        0 => p.reference.clone().unwrap(),
-                        1 => "    return None\n".to_string(),
-                        _ => "    return 1 / 0\n".to_string(),
-                    };
-                    completion(&p.id, &text)
-                })
-                .collect();
-            task.score_text(&completions).unwrap()
-        };
-        let one = scores(1);
-        assert_eq!(one, scores(4));
-        let passed = one.iter().filter(|s| s.in_support).count();
-        assert_eq!(passed, 8, "every reference, no wrong completion");
-    }
-
-    #[test]
-    fn prompts_ids_and_references() {
-        if !data_here() {
-            return;
-        }
-        let dir = DataDir::from_env();
-        let mbpp = load_problems(Benchmark::Mbpp, &dir, 3, None).unwrap();
-        assert_eq!(mbpp.len(), 500);
-        assert_eq!((mbpp[0].id.as_str(), mbpp[499].id.as_str()), ("11", "510"));
-        assert!(mbpp[0]
-            .prompt
-            .starts_with("You are an expert Python programmer, and here is your task: Write a function to find the similar elements"));
-        assert_eq!(mbpp[0].prompt.matches("[BEGIN]").count(), 4);
-        assert_eq!(mbpp[0].prompt.matches("[DONE]").count(), 3);
-        assert!(mbpp[0].prompt.ends_with("[BEGIN]\n"));
-        assert!(mbpp[0].reference.ends_with("\n[DONE]"));
-        let zero = load_problems(Benchmark::Mbpp, &dir, 0, Some(5)).unwrap();
-        assert_eq!(zero.len(), 5);
-        assert_eq!(zero[0].prompt.matches("[BEGIN]").count(), 1);
-
-        let sanitized = load_problems(Benchmark::MbppSanitized, &dir, 3, None).unwrap();
-        assert_eq!(sanitized.len(), 257);
-        assert_eq!(sanitized[0].id, "11");
-        assert_eq!(sanitized[0].prompt.matches("[BEGIN]").count(), 4);
-
-        let he = load_problems(Benchmark::HumanEval, &dir, 0, Some(8)).unwrap();
-        assert_eq!(he.len(), 8);
-        assert_eq!(he[3].id, "HumanEval/3");
-        assert!(he[0].prompt.starts_with("from typing import List"));
-        assert!(he[0].reference.starts_with("    for idx, elem"));
-    }
-
-    #[test]
-    fn code_execution_needs_the_opt_in() {
-        for name in ["mbpp", "mbpp-sanitized", "humaneval"] {
-            for config in [
-                Value::Null,
-                json!({}),
-                json!({"allow_code_execution": false}),
-            ] {
-                let e = open_err(name, config);
-                assert!(
-                    e.starts_with(&format!("{name}: code execution is disabled")),
-                    "{e}"
-                );
-                assert!(e.contains("`allow_code_execution: true`"), "{e}");
-            }
-        }
-    }
-
-    #[test]
-    fn bad_configs_name_the_key() {
-        let on = |extra: Value| {
-            let mut c = json!({"allow_code_execution": true});
-            c.as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            c
-        };
-        let e = open_err("mbpp", on(json!({"limt": 3})));
-        assert!(e.contains("unknown field `limt`"), "{e}");
-        assert!(e.contains("keys: allow_code_execution"), "{e}");
-        let e = open_err("humaneval", json!({"allow_code_execution": "yes"}));
-        assert!(e.contains("`allow_code_execution`: invalid type"), "{e}");
-        let e = open_err("mbpp", on(json!({"jobs": -1})));
-        assert!(e.contains("`jobs`"), "{e}");
-        let e = open_err("mbpp", on(json!({"jobs": 0})));
-        assert!(e.contains("`jobs` must be at least 1"), "{e}");
-        let e = open_err("mbpp", on(json!({"limit": 0})));
-        assert!(e.contains("`limit` must be at least 1"), "{e}");
-        let e = open_err("humaneval", on(json!({"timeout_seconds": 0})));
-        assert!(e.contains("`timeout_seconds` must be more than 0"), "{e}");
-        let e = open_err("humaneval", on(json!({"shots": 3})));
-        assert!(e.contains("`shots` is for mbpp"), "{e}");
-        let e = open_err("mbpp-sanitized", on(json!({"shots": 4})));
-        assert!(e.contains("`shots` must be at most 3"), "{e}");
-        let e = open_err("mbpp_full", json!({}));
-        assert!(e.contains("no task `mbpp_full`"), "{e}");
-    }
-
-    #[test]
-    fn scores_carry_cause_stage_and_code() {
-        let s = sample_score("x".into(), &Outcome::Passed);
-        assert!(s.in_support);
-        assert_eq!(
-            s.extra.keys().collect::<Vec<_>>(),
-            ["code", "pass_at_1", "pass_at_10", "passed"]
-        );
-        let s = sample_score(
-            "y".into(),
-            &Outcome::Failed {
-                stage: Stage::Unknown,
-                cause: Cause::OutputLimit,
-            },
-        );
-        assert!(!s.in_support);
-        assert_eq!(s.extra["cause"], json!("output limit"));
-        assert_eq!(s.extra["stage"], json!("run"));
-        assert!(!s.extra.contains_key("failing_test"));
-        assert!(!s.extra.contains_key("message"));
-    }
-
-    #[test]
-    fn the_plugin_lists_three_text_tasks() {
-        let names: Vec<String> = CodePlugin::tasks().into_iter().map(|t| t.name).collect();
-        assert_eq!(names, ["mbpp", "mbpp-sanitized", "humaneval"]);
-        for b in Benchmark::ALL {
-            assert_eq!(Benchmark::from_name(b.name()), Some(b));
-        }
-        assert_eq!(Benchmark::Mbpp.stop(), ["[DONE]"]);
-        assert_eq!(Benchmark::HumanEval.stop().len(), 5);
-    }
-}
+mod tests;

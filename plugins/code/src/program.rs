@@ -212,6 +212,8 @@ pub struct Observed<'a> {
     pub timed_out: bool,
     /// The sandbox was killed because an output stream exceeded its cap.
     pub output_limited: bool,
+    /// The sandbox's memory cgroup OOM-killed a process: a signal death is the memory cap's.
+    pub memory_limited: bool,
 }
 
 impl TestProgram {
@@ -488,6 +490,7 @@ pub fn judge(token: &str, obs: &Observed<'_>) -> Outcome {
             let signal = code - 128;
             let cause = match signal {
                 24 => Cause::CpuTimeLimit,
+                9 if obs.memory_limited => Cause::MemoryLimit,
                 _ => Cause::KilledBySignal { signal },
             };
             return fail(Stage::Unknown, cause);
@@ -582,5 +585,19 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(judge(t, &xcpu).cause(), Some(&Cause::CpuTimeLimit));
+        // SIGKILL is the memory cap's only when the sandbox's cgroup OOM-killed something.
+        let killed = Observed {
+            exit_code: Some(128 + 9),
+            ..Default::default()
+        };
+        let oom = Observed {
+            memory_limited: true,
+            ..killed.clone()
+        };
+        assert_eq!(
+            judge(t, &killed).cause(),
+            Some(&Cause::KilledBySignal { signal: 9 })
+        );
+        assert_eq!(judge(t, &oom).cause(), Some(&Cause::MemoryLimit));
     }
 }

@@ -9,7 +9,10 @@
 //!       --clearenv --setenv PATH /usr/bin:/bin --setenv HOME /sandbox --setenv LANG C.UTF-8
 //!       --uid 65534 --gid 65534 --hostname sandbox
 //!       --ro-bind /usr /usr  (+ /bin, /lib, /lib64, /sbin: symlinks into /usr, or read-only binds)
-//!       --proc /proc --dev /dev
+//!       --proc /proc
+//!       --size 65536 --tmpfs /dev --dev-bind /dev/null /dev/null (+ zero, full, random, urandom)
+//!       --symlink /proc/self/fd /dev/fd (+ stdin, stdout, stderr)
+//!       --size <tmpfs_bytes> --tmpfs /dev/shm --remount-ro /dev
 //!       --size <tmpfs_bytes> --tmpfs /sandbox --size <tmpfs_bytes> --tmpfs /tmp
 //!       --remount-ro / --chdir /sandbox
 //!       -- /usr/bin/prlimit --as=<bytes> --cpu=<s>:<s+1> --nproc=<n> --fsize=<bytes>
@@ -17,13 +20,20 @@
 //! ```
 //!
 //! The program arrives on stdin. The root is bwrap's own tmpfs, remounted read-only; only
-//! `/sandbox` and `/tmp` (size-capped tmpfs) are writable. Nothing of the host is visible
-//! except `/usr` (read-only):
-//! no `/etc`, `/home`, `/root`, `/work`, `/tmp` of the host. The network namespace has only
-//! its own loopback. The wall-clock timeout kills bwrap (SIGKILL); its PID-1 reaper inside the
-//! namespace dies with it (`--die-with-parent`), and the kernel then kills every process left in
-//! the PID namespace, including daemonised ones. stdout and stderr are read by threads and
-//! capped; passing the cap kills the sandbox too.
+//! `/sandbox`, `/tmp` and `/dev/shm` (size-capped tmpfs) are writable. `/dev` is a 64 KiB tmpfs
+//! holding five device nodes, remounted read-only (bwrap's `--dev` would be an uncapped tmpfs
+//! the sample can fill with host memory). Nothing of the host is visible except `/usr`
+//! (read-only): no `/etc`, `/home`, `/root`, `/work`, `/tmp` of the host. The network namespace
+//! has only its own loopback. The wall-clock timeout kills bwrap (SIGKILL); its PID-1 reaper
+//! inside the namespace dies with it (`--die-with-parent`), and the kernel then kills every
+//! process left in the PID namespace, including daemonised ones. stdout and stderr are read by
+//! threads and capped; passing the cap kills the sandbox too.
+//!
+//! The whole sandbox has a memory cap, [`SandboxConfig::memory_bytes`]: a fresh memory cgroup
+//! per sample where one can be made, joined by a `/bin/sh` wrapper before it execs the line
+//! above, else rlimits ([`cgroup`]). Every process the runner starts is waited for, including
+//! bwrap's PID 1, which bwrap itself leaves unreaped (`sandbox/reap.rs`). See also
+//! `docs/sandbox.md`.
 //!
 //! Before first use, [`Sandbox::new`] runs a probe; if bwrap is missing or cannot create its
 //! namespaces, code execution is refused with a [`SandboxError::Unavailable`] that says why and
@@ -40,6 +50,20 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::program::{judge, Observed, Outcome, TestProgram};
+
+pub mod cgroup;
+mod reap;
+
+use cgroup::SampleGroup;
+pub use cgroup::{MemoryCap, MemoryCapMode, RLIMIT_MODE_PROCESSES};
+
+/// The smallest accepted [`SandboxConfig::memory_bytes`]: under the rlimit cap, each of the
+/// [`RLIMIT_MODE_PROCESSES`] processes then still gets the 64 MiB of address space Python
+/// needs to start with a thread.
+pub const MIN_MEMORY_BYTES: u64 = 512 << 20;
+
+/// Device nodes bound into the sandbox's read-only `/dev`.
+const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
 
 /// Limits and paths of the sandbox.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -59,15 +83,22 @@ pub struct SandboxConfig {
     pub timeout: Duration,
     /// RLIMIT_CPU soft limit, seconds (hard = soft + 1; SIGXCPU at soft).
     pub cpu_seconds: u64,
-    /// RLIMIT_AS, bytes.
+    /// RLIMIT_AS per process, bytes (lowered under the rlimit cap, see [`MemoryCap::Rlimit`]).
     pub address_space_bytes: u64,
+    /// Memory cap for the whole sandbox, bytes: all its processes together and, under a
+    /// cgroup, everything they write to its tmpfs (without one, see [`cgroup`]'s gaps). At
+    /// least [`MIN_MEMORY_BYTES`].
+    pub memory_bytes: u64,
+    /// How the memory cap is enforced (default: a cgroup where possible, else rlimits).
+    pub memory_cap: MemoryCapMode,
     /// RLIMIT_FSIZE, bytes.
     pub file_size_bytes: u64,
-    /// Size of each tmpfs (`/sandbox`, `/tmp`), bytes.
+    /// Size of each writable tmpfs (`/sandbox`, `/tmp`, `/dev/shm`), bytes.
     pub tmpfs_bytes: u64,
     /// RLIMIT_NOFILE.
     pub open_files: u64,
-    /// RLIMIT_NPROC (counted per uid inside the sample's own user namespace; threads count).
+    /// RLIMIT_NPROC (counted per uid inside the sample's own user namespace; threads count;
+    /// at most [`RLIMIT_MODE_PROCESSES`] under the rlimit cap).
     pub processes: u64,
     /// Cap per output stream, bytes; more kills the sandbox ([`crate::Cause::OutputLimit`]).
     pub output_limit_bytes: usize,
@@ -88,6 +119,8 @@ impl Default for SandboxConfig {
             timeout: Duration::from_secs(10),
             cpu_seconds: 10,
             address_space_bytes: 1 << 30,
+            memory_bytes: 1 << 30,
+            memory_cap: MemoryCapMode::Auto,
             file_size_bytes: 16 << 20,
             tmpfs_bytes: 64 << 20,
             open_files: 64,
@@ -108,6 +141,9 @@ pub enum SandboxError {
          (allow_code_execution = true)"
     )]
     NotAllowed,
+    /// A limit is out of range.
+    #[error("sandbox config: {0}")]
+    InvalidConfig(String),
     /// The sandbox cannot run here.
     #[error(
         "code execution refused: the sandbox is unavailable: {reason}. {help} \
@@ -157,6 +193,8 @@ pub struct RawRun {
     pub timed_out: bool,
     /// Killed because an output stream passed its cap.
     pub output_limited: bool,
+    /// The sandbox's memory cgroup OOM-killed a process (its memory cap was reached).
+    pub memory_limited: bool,
     /// Wall-clock time.
     pub wall: Duration,
 }
@@ -168,6 +206,7 @@ pub struct Sandbox {
     config: SandboxConfig,
     bwrap: PathBuf,
     as_root: bool,
+    memory_cap: MemoryCap,
 }
 
 impl Sandbox {
@@ -177,6 +216,12 @@ impl Sandbox {
     pub fn new(allow_code_execution: bool, config: SandboxConfig) -> Result<Self, SandboxError> {
         if !allow_code_execution {
             return Err(SandboxError::NotAllowed);
+        }
+        if config.memory_bytes < MIN_MEMORY_BYTES {
+            return Err(SandboxError::InvalidConfig(format!(
+                "memory_bytes must be at least {MIN_MEMORY_BYTES} (512 MiB), got {}",
+                config.memory_bytes
+            )));
         }
         let unavailable = |reason: String, help: &str| SandboxError::Unavailable {
             reason,
@@ -216,37 +261,80 @@ impl Sandbox {
                 ));
             }
         }
-        let sandbox = Sandbox {
-            config,
-            bwrap,
-            as_root,
-        };
-        // Probe: the real command line; python must run as uid 65534 in an empty /sandbox.
-        let probe = "import os\nprint('dlm-probe', os.getuid(), len(os.listdir('/sandbox')))\n";
-        let run = sandbox.run_raw(probe.as_bytes());
-        let out = String::from_utf8_lossy(&run.stdout);
-        if !out.contains("dlm-probe 65534 0") {
-            let err = String::from_utf8_lossy(&run.stderr).trim().to_string();
-            let help = if err.contains("namespace")
-                || err.contains("uid map")
-                || err.contains("Operation not permitted")
-                || err.contains("Permission denied")
-            {
-                HELP_USERNS
-            } else {
-                HELP_INSTALL
+        reap::become_subreaper().map_err(|e| unavailable(e, HELP_INSTALL))?;
+        let caps = cgroup::candidates(config.memory_cap).map_err(|e| {
+            unavailable(
+                format!("memory_cap is `cgroup` but no memory cgroup can be made here ({e})"),
+                "Run as root on a host with a writable memory cgroup hierarchy, delegate a \
+                 cgroup v2 subtree with the memory controller to this user, or use \
+                 memory_cap `auto`",
+            )
+        })?;
+        // The first cap under which the real command line works; a cgroup that cannot be
+        // joined falls through to the next (ending with rlimits unless `cgroup` was asked).
+        let mut failure = None;
+        for memory_cap in caps {
+            let sandbox = Sandbox {
+                config: config.clone(),
+                bwrap: bwrap.clone(),
+                as_root,
+                memory_cap,
             };
-            return Err(unavailable(
-                format!(
-                    "the probe run failed (exit {:?}, timed out: {}): {}",
-                    run.exit_code,
-                    run.timed_out,
-                    if err.is_empty() { out.trim() } else { &err }
-                ),
-                help,
-            ));
+            match sandbox.probe() {
+                Ok(()) => return Ok(sandbox),
+                Err(e) => failure = failure.or(Some(e)),
+            }
         }
-        Ok(sandbox)
+        Err(failure.expect("at least one memory cap is tried"))
+    }
+
+    /// Runs the real command line once: python must run as uid 65534 in an empty /sandbox.
+    fn probe(&self) -> Result<(), SandboxError> {
+        let probe = "import os\nprint('dlm-probe', os.getuid(), len(os.listdir('/sandbox')))\n";
+        let run = self.run_raw(probe.as_bytes());
+        let out = String::from_utf8_lossy(&run.stdout);
+        if out.contains("dlm-probe 65534 0") {
+            return Ok(());
+        }
+        let err = String::from_utf8_lossy(&run.stderr).trim().to_string();
+        let help = if err.contains("namespace")
+            || err.contains("uid map")
+            || err.contains("Operation not permitted")
+            || err.contains("Permission denied")
+        {
+            HELP_USERNS
+        } else {
+            HELP_INSTALL
+        };
+        Err(SandboxError::Unavailable {
+            reason: format!(
+                "the probe run failed (memory cap: {}, exit {:?}, timed out: {}): {}",
+                self.memory_cap.label(),
+                run.exit_code,
+                run.timed_out,
+                if err.is_empty() { out.trim() } else { &err }
+            ),
+            help: help.to_string(),
+        })
+    }
+
+    /// How the whole-sandbox memory cap is enforced here.
+    pub fn memory_cap(&self) -> &MemoryCap {
+        &self.memory_cap
+    }
+
+    /// `(RLIMIT_AS, RLIMIT_NPROC)` of the sandbox's processes: the configured ones, except that
+    /// under the rlimit cap their product may not pass the memory cap.
+    pub fn process_limits(&self) -> (u64, u64) {
+        let c = &self.config;
+        match self.memory_cap {
+            MemoryCap::Rlimit => {
+                let processes = c.processes.clamp(1, RLIMIT_MODE_PROCESSES);
+                let per_process = c.memory_bytes / RLIMIT_MODE_PROCESSES;
+                (c.address_space_bytes.min(per_process), processes)
+            }
+            _ => (c.address_space_bytes, c.processes),
+        }
     }
 
     /// The configuration.
@@ -265,7 +353,8 @@ impl Sandbox {
         }
     }
 
-    /// The full command line of one run (program on stdin).
+    /// The command line of one run (program on stdin). Under a cgroup cap each run is
+    /// prefixed by `/bin/sh -c 'echo $$ > <its group>/cgroup.procs && exec "$@"'`.
     pub fn command_line(&self) -> Vec<String> {
         let c = &self.config;
         let mut v: Vec<String> = Vec::new();
@@ -325,11 +414,28 @@ impl Sandbox {
             }
         }
         let size = c.tmpfs_bytes.to_string();
+        v.extend(["--proc", "/proc", "--size", "65536", "--tmpfs", "/dev"].map(s));
+        for dev in DEVICES {
+            let node = format!("/dev/{dev}");
+            v.extend([s("--dev-bind"), node.clone(), node]);
+        }
+        for (link, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            v.extend([s("--symlink"), s(target), format!("/dev/{link}")]);
+        }
+        // /dev/shm before /dev goes read-only (its mount point must be made); the remount
+        // does not reach the mounts below /dev.
         v.extend(
             [
-                "--proc",
-                "/proc",
-                "--dev",
+                "--size",
+                &size,
+                "--tmpfs",
+                "/dev/shm",
+                "--remount-ro",
                 "/dev",
                 "--size",
                 &size,
@@ -347,10 +453,11 @@ impl Sandbox {
             ]
             .map(s),
         );
+        let (address_space, processes) = self.process_limits();
         v.push(c.prlimit.display().to_string());
-        v.push(format!("--as={}", c.address_space_bytes));
+        v.push(format!("--as={address_space}"));
         v.push(format!("--cpu={}:{}", c.cpu_seconds, c.cpu_seconds + 1));
-        v.push(format!("--nproc={}", c.processes));
+        v.push(format!("--nproc={processes}"));
         v.push(format!("--fsize={}", c.file_size_bytes));
         v.push(format!("--nofile={}", c.open_files));
         v.push("--core=0".into());
@@ -373,6 +480,7 @@ impl Sandbox {
                 exit_code: raw.exit_code,
                 timed_out: raw.timed_out,
                 output_limited: raw.output_limited,
+                memory_limited: raw.memory_limited,
             },
         );
         ExecResult {
@@ -422,8 +530,34 @@ impl Sandbox {
     /// Feeds `stdin` to `python3 -I -` in a fresh sandbox and records what happened; no
     /// judging. The pass/fail logic is in [`Sandbox::run`].
     pub fn run_raw(&self, stdin: &[u8]) -> RawRun {
-        let argv = self.command_line();
         let start = Instant::now();
+        let failed = |message: String| RawRun {
+            stderr: message.into_bytes(),
+            exit_code: Some(127),
+            wall: start.elapsed(),
+            ..Default::default()
+        };
+        let mut argv = self.command_line();
+        let group = match &self.memory_cap {
+            MemoryCap::Rlimit => None,
+            cap => match SampleGroup::create(cap, self.config.memory_bytes) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    return failed(format!(
+                        "bwrap: (dlm-code) cannot make the sample's memory cgroup under {}: {e}",
+                        cap.label()
+                    ))
+                }
+            },
+        };
+        if let Some(g) = &group {
+            // The shell joins the group before it execs (setpriv and) bwrap, so every
+            // process of the sandbox starts inside it; no window, no unsafe pre_exec.
+            let join = "echo $$ > \"$0\" || { echo \"bwrap: (dlm-code) cannot join the \
+                        memory cgroup $0\" >&2; exit 125; }; exec \"$@\"";
+            let procs = g.procs().display().to_string();
+            argv.splice(0..0, ["/bin/sh".into(), "-c".into(), join.into(), procs]);
+        }
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .env_clear()
@@ -434,16 +568,9 @@ impl Sandbox {
             .stderr(Stdio::piped())
             // Its own process group, away from the harness's terminal signals.
             .process_group(0);
-        let mut child = match cmd.spawn() {
+        let mut child = match reap::spawn_registered(&mut cmd) {
             Ok(c) => c,
-            Err(e) => {
-                return RawRun {
-                    stderr: format!("bwrap: cannot start {}: {e}", argv[0]).into_bytes(),
-                    exit_code: Some(127),
-                    wall: start.elapsed(),
-                    ..Default::default()
-                }
-            }
+            Err(e) => return failed(format!("bwrap: cannot start {}: {e}", argv[0])),
         };
         let overflow = Arc::new(AtomicBool::new(false));
         let cap = self.config.output_limit_bytes;
@@ -463,7 +590,8 @@ impl Sandbox {
             match child.try_wait() {
                 Ok(Some(st)) => break Some(st),
                 Ok(None) => {}
-                Err(_) => break None,
+                // Not expected for our own child; make sure it is gone and waited for.
+                Err(_) => break reap::kill_sandbox(&mut child),
             }
             if overflow.load(Ordering::Relaxed) {
                 output_limited = true;
@@ -471,15 +599,19 @@ impl Sandbox {
                 timed_out = true;
             }
             if output_limited || timed_out {
-                kill_sandbox(&mut child);
+                reap::kill_sandbox(&mut child);
                 break None;
             }
             std::thread::sleep(sleep);
             sleep = (sleep * 2).min(Duration::from_millis(5));
         };
+        reap::waited(child.id());
+        reap::reap_orphans(Duration::from_secs(10));
         let _ = writer.join();
         let (stdout, _) = out_reader.join().unwrap_or_default();
         let (stderr, _) = err_reader.join().unwrap_or_default();
+        let memory_limited = group.as_ref().is_some_and(SampleGroup::oom_killed);
+        drop(group);
         let exit_code = status.and_then(|s| s.code().or_else(|| s.signal().map(|n| 128 + n)));
         RawRun {
             stdout,
@@ -487,69 +619,10 @@ impl Sandbox {
             exit_code,
             timed_out,
             output_limited,
+            memory_limited,
             wall: start.elapsed(),
         }
     }
-}
-
-/// Kills a running sandbox. bwrap runs as two processes: the outer monitor (our child) and
-/// its child, PID 1 of the sandbox's PID namespace. SIGKILL to PID 1 makes the kernel kill
-/// every process in the namespace; the monitor then reaps it and exits by itself. (Killing
-/// only the monitor also works — PID 1 has `--die-with-parent` — but leaves PID 1 a zombie
-/// of whichever process adopts it.) The monitor is killed too if it has not exited within a
-/// second.
-fn kill_sandbox(child: &mut std::process::Child) {
-    use rustix::process::{kill_process, Pid, Signal};
-    for pid in children_of(child.id()) {
-        if let Some(pid) = Pid::from_raw(pid) {
-            let _ = kill_process(pid, Signal::KILL);
-        }
-    }
-    let until = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < until {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Host pids whose parent is `pid` (from /proc/<pid>/task/*/children, else a /proc scan).
-fn children_of(pid: u32) -> Vec<i32> {
-    let mut out = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for t in tasks.flatten() {
-            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-            }
-        }
-    }
-    if !out.is_empty() {
-        return out;
-    }
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                continue;
-            };
-            // pid (comm) state ppid ...; comm may contain spaces and parentheses.
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            let ppid = rest
-                .split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u32>().ok());
-            if ppid == Some(pid) {
-                if let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() {
-                    out.push(p);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Reads a stream to EOF, keeping at most `cap` bytes; sets `overflow` when more arrive.

@@ -12,11 +12,13 @@
 //! Everything runs in one test function so that the "no survivors" scan of /proc is not
 //! confused by sandboxes of other tests in this binary.
 mod common;
+mod memory_probes;
 
 use std::io::Read;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use dlm_code::sandbox::MemoryCap;
 use dlm_code::{Cause, Outcome, SandboxConfig, Stage, TestProgram};
 
 /// The tests every corpus program is judged with: `f` must square its argument.
@@ -60,12 +62,26 @@ fn assertion(c: &Cause) -> bool {
     matches!(c, Cause::AssertionError { .. })
 }
 
+fn with_good(s: &str) -> String {
+    format!("{s}\n{GOOD_F}")
+}
+fn with_wrong(s: &str) -> String {
+    format!("{s}\n{WRONG_F}")
+}
+
+/// The whole corpus: resources and crashes, fake passes, containment probes, a benign program.
 fn corpus(marker: &str, port: u16, host_file: &str, home_bashrc: &str) -> Vec<Case> {
+    let mut cases = resource_cases();
+    cases.extend(fake_pass_cases());
+    cases.extend(containment_cases(marker, port, host_file, home_bashrc));
+    cases.push(case("benign", GOOD_F, Expect::Pass));
+    cases
+}
+
+/// Programs that exhaust a resource or crash: each must fail with the stated cause.
+fn resource_cases() -> Vec<Case> {
     use Expect::*;
-    let with_good = |s: &str| format!("{s}\n{GOOD_F}");
-    let with_wrong = |s: &str| format!("{s}\n{WRONG_F}");
     vec![
-        // ---- resources and crashes -------------------------------------------------------
         case(
             "fork bomb",
             with_good("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"),
@@ -143,7 +159,13 @@ fn corpus(marker: &str, port: u16, host_file: &str, home_bashrc: &str) -> Vec<Ca
             with_wrong("import os, signal\nfor s in (signal.SIGKILL, signal.SIGTERM):\n    try:\n        os.kill(os.getppid(), s)\n    except OSError:\n        pass\n"),
             Fail(not_pass, "not passed"),
         ),
-        // ---- fake passes -------------------------------------------------------------------
+    ]
+}
+
+/// Programs with a wrong `f` that try to be counted as passed: each must fail.
+fn fake_pass_cases() -> Vec<Case> {
+    use Expect::*;
+    vec![
         case("sys.exit(0) before the asserts", with_wrong("import sys\nsys.exit(0)\n"),
             FailAt(Stage::Sample, |c| matches!(c, Cause::Exception { type_name, .. } if type_name == "SystemExit"), "SystemExit")),
         case("os._exit(0) before the asserts", with_wrong("import os\nos._exit(0)\n"),
@@ -188,7 +210,13 @@ fn corpus(marker: &str, port: u16, host_file: &str, home_bashrc: &str) -> Vec<Ca
             with_wrong("AssertionError = None\nimport builtins\nbuiltins.__dict__['__debug__'] = False\n"),
             FailAt(Stage::Test(0), assertion, "AssertionError at test 0"),
         ),
-        // ---- containment probes (must pass: the escape attempts fail inside) ---------------
+    ]
+}
+
+/// Escape attempts that assert inside that they failed: each must pass.
+fn containment_cases(marker: &str, port: u16, host_file: &str, home_bashrc: &str) -> Vec<Case> {
+    use Expect::*;
+    vec![
         case(
             "write outside its directory",
             with_good(&format!(
@@ -232,9 +260,36 @@ fn corpus(marker: &str, port: u16, host_file: &str, home_bashrc: &str) -> Vec<Ca
             with_good("import os, ctypes\ntry:\n    os.setuid(0)\n    raise SystemExit('setuid(0) worked')\nexcept OSError:\n    pass\nlibc = ctypes.CDLL(None, use_errno=True)\nassert libc.unshare(0x10000000) != 0, 'new user namespace'\nassert libc.mount(b'none', b'/sandbox', b'tmpfs', 0, None) != 0, 'mount'\nassert os.system('true') == 0\n"),
             Pass,
         ),
-        // ---- and a benign program -------------------------------------------------------------
-        case("benign", GOOD_F, Pass),
     ]
+}
+
+/// The whole-sandbox caps: writing 1 GB anywhere and six children of 900 MB must fail. Memory
+/// that no process maps is capped only by a cgroup: without one (`rlimits`), SysV segments are
+/// a known gap (docs/sandbox.md), so that case runs only under a cgroup.
+fn memory_cases(cap: &MemoryCap, cap_bytes: u64) -> Vec<Case> {
+    let mut cases = vec![
+        case(
+            "write 1 GB to every writable place (/sandbox, /tmp, /dev, /dev/shm, every mount)",
+            with_good(memory_probes::FILL_EVERY_PLACE),
+            Expect::Pass,
+        ),
+        case(
+            "six children of 900 MB each",
+            with_good(memory_probes::SIX_CHILDREN_OF_900_MB),
+            Expect::Pass,
+        ),
+    ];
+    if cap.is_cgroup() {
+        cases.push(case(
+            "more than the cap in SysV shared memory and in memfds",
+            with_good(&memory_probes::fill_unmapped_memory(cap_bytes)),
+            // The cgroup's OOM killer stops it at the cap.
+            Expect::Fail(|c| *c == Cause::MemoryLimit, "memory limit"),
+        ));
+    } else {
+        println!("memory cap: rlimits; SysV shared memory is not capped (docs/sandbox.md)");
+    }
+    cases
 }
 
 fn check(case: &Case, outcome: &Outcome) -> Result<(), String> {
@@ -311,6 +366,57 @@ fn test_config() -> SandboxConfig {
     }
 }
 
+/// Runs `cases` (each against [`square_tests`]), prints a table and returns the unexpected
+/// outcomes; `show` prints more about each result.
+fn run_and_check(
+    sandbox: &dlm_code::Sandbox,
+    cases: &[Case],
+    show: impl Fn(&dlm_code::ExecResult),
+) -> Vec<String> {
+    let programs: Vec<TestProgram> = cases
+        .iter()
+        .map(|c| TestProgram {
+            sample: c.sample.clone(),
+            tests: square_tests(),
+            ..Default::default()
+        })
+        .collect();
+    let started = Instant::now();
+    let results = sandbox.run_many(&programs);
+    let elapsed = started.elapsed();
+    let mut failures = Vec::new();
+    println!("| # | program | outcome | wall |");
+    println!("|---|---|---|---|");
+    for (i, (c, r)) in cases.iter().zip(&results).enumerate() {
+        println!(
+            "| {} | {} | {} | {:.2} s |",
+            i + 1,
+            c.name,
+            r.outcome.summary(),
+            r.wall.as_secs_f64()
+        );
+        show(r);
+        if let Err(e) = check(c, &r.outcome) {
+            failures.push(format!("{e}\n  stderr tail: {}", r.stderr_tail));
+        }
+    }
+    println!(
+        "{} programs ran in {:.1} s",
+        cases.len(),
+        elapsed.as_secs_f64()
+    );
+    failures
+}
+
+/// The default limits (1 GiB of address space per process, 1 GiB for the whole sandbox), a
+/// longer timeout for touching GBs.
+fn memory_config() -> SandboxConfig {
+    SandboxConfig {
+        timeout: Duration::from_secs(20),
+        ..SandboxConfig::default()
+    }
+}
+
 #[test]
 fn hostile_corpus() {
     let Some(sandbox) = common::sandbox(test_config()) else {
@@ -331,39 +437,20 @@ fn hostile_corpus() {
     );
     let cases = corpus(&marker, port, &host_file, &home_bashrc);
     assert!(cases.len() >= 30, "{} cases", cases.len());
-    let programs: Vec<TestProgram> = cases
-        .iter()
-        .map(|c| TestProgram {
-            sample: c.sample.clone(),
-            tests: square_tests(),
-            ..Default::default()
-        })
-        .collect();
-    let started = Instant::now();
-    let results = sandbox.run_many(&programs);
-    let elapsed = started.elapsed();
-
-    let mut failures = Vec::new();
-    println!("| # | program | outcome | wall |");
-    println!("|---|---|---|---|");
-    for (i, (c, r)) in cases.iter().zip(&results).enumerate() {
-        println!(
-            "| {} | {} | {} | {:.2} s |",
-            i + 1,
-            c.name,
-            r.outcome.summary(),
-            r.wall.as_secs_f64()
-        );
-        if let Err(e) = check(c, &r.outcome) {
-            failures.push(format!("{e}\n  stderr tail: {}", r.stderr_tail));
-        }
-    }
-    println!(
-        "corpus of {} ran in {:.1} s",
-        cases.len(),
-        elapsed.as_secs_f64()
-    );
-
+    let mut failures = run_and_check(&sandbox, &cases, |_| {});
+    // The memory caps, in a sandbox whose per-process address space (1 GiB) would let one
+    // 900 MB child through: only the whole-sandbox cap can stop six.
+    let memory = common::sandbox(memory_config()).expect("the same sandbox, other limits");
+    println!("memory cap: {}", memory.memory_cap().label());
+    failures.extend(run_and_check(
+        &memory,
+        &memory_cases(memory.memory_cap(), memory.config().memory_bytes),
+        |r| {
+            for line in r.stdout_tail.lines().filter(|l| l.starts_with("dlm-")) {
+                println!("  -> {line}");
+            }
+        },
+    ));
     assert!(
         failures.is_empty(),
         "{} unexpected outcomes:\n{}",
