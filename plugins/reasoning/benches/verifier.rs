@@ -2,7 +2,7 @@
 //! iteration; both modes and both extractions, as `verify` does them).
 //!
 //! `CARGO_TARGET_DIR=/work/target-reasoning cargo bench -p dlm-reasoning`. Skips with a message
-//! when the data directory (`$DLM_BENCH_DATA`, default `../shared/data`) lacks the file.
+//! when the data directory (`$DLM_BENCH_DATA`, default the repository's `data/`) lacks the file.
 
 use std::hint::black_box;
 

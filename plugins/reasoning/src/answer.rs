@@ -10,10 +10,18 @@
 //! * **flexible-extract**: the *last* match of `(-?[$0-9.,]{2,})|(-?[0-9]+)`, taking the first
 //!   non-empty group (`group_select: -1` in both `gsm8k.yaml` and `gsm8k-cot.yaml`).
 //!
-//! Scoring differs from lm-eval on purpose: lm-eval compares *strings* after removing `,`, `$`
-//! and one trailing `.`; here both sides are parsed with [`parse_answer`] (same removals) and
-//! compared as exact rationals, so `18.00` matches a gold `18`. A string that is not a plain
-//! number after the removals (`$.`, `1.2.3`) is never correct.
+//! Two ways to compare an extracted answer with the gold answer ([`Scoring`]):
+//!
+//! * **lm-eval** ([`lm_eval_exact_match`], the default): lm-eval's `exact_match` with the
+//!   `gsm8k.yaml`/`gsm8k-cot.yaml` settings. Both the extracted string and lm-eval's target
+//!   ([`lm_eval_target`]: the whole GSM8K `answer` field for `gsm8k`, the text after its last
+//!   `####`, stripped, for `gsm8k-cot`) go through `regexes_to_ignore` `,`, `\$`,
+//!   `(?s).*#### `, `\.$` (each removed everywhere, in that order) and are lower-cased
+//!   ([`lm_eval_normalise`]); equal strings are correct. So `060`, `7.0` and `$1,430.00` are
+//!   *wrong* against golds 60, 7 and 1430, as in lm-eval and the tables in papers.
+//! * **numeric** ([`answers_match`]): both sides parsed with [`parse_answer`] (the same
+//!   removals) and compared as exact rationals, so `18.00` matches a gold `18`. A string that
+//!   is not a plain number after the removals (`$.`, `1.2.3`) is never correct.
 
 use std::sync::LazyLock;
 
@@ -88,6 +96,93 @@ pub fn gold_answer(solution: &str) -> Option<&str> {
         .rfind("#### ")
         .map(|i| solution[i + 5..].trim())
         .filter(|s| !s.is_empty())
+}
+
+/// How an extracted answer is compared with the gold answer (the `gsm8k` task's `scoring`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scoring {
+    /// lm-eval's `exact_match`: strings equal after its `regexes_to_ignore` and lower-casing.
+    #[default]
+    LmEval,
+    /// Exact numbers after removing `$`, commas and one trailing `.` ([`answers_match`]).
+    Numeric,
+    /// lm-eval's under the usual metric names, numeric under `…_numeric` names.
+    Both,
+}
+
+impl Scoring {
+    /// The config values, in the order error messages list them.
+    pub const NAMES: [&'static str; 3] = ["lm-eval", "numeric", "both"];
+
+    /// Parses a config value (`lm-eval`, `numeric` or `both`).
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "lm-eval" => Ok(Scoring::LmEval),
+            "numeric" => Ok(Scoring::Numeric),
+            "both" => Ok(Scoring::Both),
+            other => Err(format!(
+                "scoring must be one of `{}`, got `{other}`",
+                Self::NAMES.join("`, `")
+            )),
+        }
+    }
+
+    /// The config value naming this mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scoring::LmEval => "lm-eval",
+            Scoring::Numeric => "numeric",
+            Scoring::Both => "both",
+        }
+    }
+}
+
+/// lm-eval's `regexes_to_ignore` for `gsm8k` and `gsm8k-cot`, in the order it applies them.
+pub const LM_EVAL_REGEXES_TO_IGNORE: [&str; 4] = [",", r"\$", "(?s).*#### ", r"\.$"];
+
+/// A string as lm-eval's `exact_match_hf_evaluate` compares it under the GSM8K settings: every
+/// `,` removed, then every `$`, then everything up to and including the last `#### ` (the
+/// greedy `(?s).*#### `), then a `.` at the end, then lower-cased (`ignore_case: true`).
+///
+/// The last removal follows Python's `$`, which also matches before a final newline: `7.\n`
+/// loses its `.` and keeps the newline. Python's `re.sub` removes every match; a greedy
+/// `.*#### ` and an end-anchored `\.` each match at most once, which is what this does.
+pub fn lm_eval_normalise(text: &str) -> String {
+    let mut s: String = text.chars().filter(|&c| c != ',' && c != '$').collect();
+    if let Some(i) = s.rfind("#### ") {
+        s.drain(..i + "#### ".len());
+    }
+    let dot = if s.ends_with(".\n") {
+        Some(s.len() - 2)
+    } else if s.ends_with('.') {
+        Some(s.len() - 1)
+    } else {
+        None
+    };
+    if let Some(i) = dot {
+        s.remove(i);
+    }
+    s.to_lowercase()
+}
+
+/// lm-eval's target (`doc_to_target`) for a GSM8K `answer` field: the whole field for `gsm8k`
+/// (`{{answer}}`, reasoning included: the `(?s).*#### ` removal cuts it), the text after the
+/// last `####`, stripped, for `gsm8k-cot` (`answer.split('####')[-1].strip()`).
+pub fn lm_eval_target(strict: StrictMatch, answer_field: &str) -> &str {
+    match strict {
+        StrictMatch::Hashes => answer_field,
+        StrictMatch::TheAnswerIs => answer_field
+            .rsplit("####")
+            .next()
+            .unwrap_or(answer_field)
+            .trim(),
+    }
+}
+
+/// lm-eval's `exact_match` of an extracted answer against a target from [`lm_eval_target`].
+/// `None` (nothing extracted) is lm-eval's `[invalid]`, which no GSM8K target equals.
+pub fn lm_eval_exact_match(extracted: Option<&str>, target: &str) -> bool {
+    extracted.is_some_and(|a| lm_eval_normalise(a) == lm_eval_normalise(target))
 }
 
 /// Whether an extracted answer equals the gold answer as exact numbers after removing `$` and

@@ -4,8 +4,8 @@
 //!   thousands commas) evaluated to exact [`num_rational::BigRational`]s under size
 //!   [`Limits`](arith::Limits), so any input is refused or answered in bounded work.
 //! * [`answer`] — final-answer extraction exactly as lm-evaluation-harness's `gsm8k` and
-//!   `gsm8k-cot` tasks (strict `#### n` or `The answer is n.`, flexible last number) and exact
-//!   numeric comparison with the gold answer.
+//!   `gsm8k-cot` tasks (strict `#### n` or `The answer is n.`, flexible last number), compared
+//!   with the gold answer as lm-eval's `exact_match` does or as exact numbers ([`answer::Scoring`]).
 //! * [`verify`](mod@verify) — the step verifier: every `<<expr=value>>` annotation
 //!   (annotation mode) and every `a = b = … = c` chain in the free text (free-text mode),
 //!   checked link by link and reported separately ([`Verification`]).
@@ -26,7 +26,9 @@
 //! assert_eq!(v.strict_correct, Some(false));
 //! ```
 
-#![forbid(unsafe_code)]
+// The public API its readers use: every item documented. A crate-root attribute rather than the
+// workspace's `[lints]`, which apply to every target of a package (criterion's generated bench
+// functions have no docs) while this applies to the library alone.
 #![warn(missing_docs)]
 
 pub mod answer;

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `accuracy_strict` | `#### n` (format `gsm8k-cot`: `The answer is n.`) equals the gold answer | share |
 //! | `accuracy_flexible` | the last number equals the gold answer | share |
+//! | `accuracy_strict_numeric`, `accuracy_flexible_numeric` | the same compared as numbers (`gsm8k` with `scoring: both` only) | share |
 //! | `step_error_rate` | wrong ÷ checked `<<expr=value>>` steps (none checked: left out) | mean |
 //! | `free_text_step_error_rate` | the same for `a = b = c` chains in the free text | mean |
 //! | `trace_error` | among strictly correct answers: a wrong annotation step | share |
@@ -22,10 +23,21 @@
 //! | key | meaning | default |
 //! |---|---|---|
 //! | `split` | `test` (1,319 problems) or `train` (7,473) | `test` |
-//! | `data_dir` | folder holding `gsm8k/` (sha256-checked) | `$DLM_BENCH_DATA`, else `../shared/data` |
+//! | `data_dir` | folder holding `gsm8k/` (sha256-checked) | `$DLM_BENCH_DATA`, else the repository's `data/` |
 //! | `format` | prompt format: `gsm8k` or `gsm8k-cot` (see below) | `gsm8k` |
 //! | `shots` | few-shot examples before the question, 0 to 8: `gsm8k` takes the first `shots` train problems, `gsm8k-cot` the first `shots` of its 8 fixed exemplars | `gsm8k`: 0, `gsm8k-cot`: 8 |
 //! | `limit` | use only the first `limit` problems | all |
+//! | `scoring` | how an extracted answer is compared with the gold one: `lm-eval`, `numeric` or `both` (see below) | `lm-eval` |
+//!
+//! `scoring: lm-eval` is lm-evaluation-harness's `exact_match` (strings equal after removing
+//! `,`, `$`, the reasoning up to `#### ` and one trailing `.`, lower-cased), what the tables in
+//! papers report: `060`, `7.0` and `$1,430.00` are wrong against 60, 7 and 1430.
+//! `scoring: numeric` compares exact numbers, so those three are right (see
+//! [`crate::answer`]). `scoring: both` reports lm-eval's under `accuracy_strict` and
+//! `accuracy_flexible` and the numeric ones as `accuracy_strict_numeric` and
+//! `accuracy_flexible_numeric`; the chain (`in_support`, `trace_error`) follows lm-eval's
+//! strict answer there. The metric labels and the description's `details.scoring` name the
+//! mode. `arith` always compares numbers.
 //!
 //! With `format: gsm8k` the prompt is lm-evaluation-harness's `gsm8k` format:
 //! `Question: {question}\nAnswer:`, the examples joined by a blank line, each followed by
@@ -47,10 +59,11 @@
 //! for the harness to train a model on in minutes. Prompt: `{question}\n`; reference: the
 //! annotated solution ending in `#### n`.
 
+use crate::answer::{lm_eval_exact_match, lm_eval_target, Scoring};
 use crate::data::{self, Problem, Split};
 use crate::prompt::{PromptFormat, MAX_SHOTS};
 use crate::synthetic::{self, ArithConfig};
-use crate::verify::Verifier;
+use crate::verify::{Verification, Verifier};
 use dlm_sdk::{
     Better, Completion, ComponentInfo, MetricDecl, MetricKind, Plugin, PluginError, Prompt,
     PromptsRequest, Result, SampleReferenceRequest, SampleScore, Task, TaskDescription,
@@ -73,20 +86,17 @@ impl Plugin for ReasoningPlugin {
 
     fn tasks() -> Vec<ComponentInfo> {
         vec![
-            ComponentInfo {
-                name: "gsm8k".into(),
-                description: "GSM8K grade-school maths (config: split, data_dir, format, shots, limit); completions verified step by step".into(),
-                capabilities: vec!["text".into()],
-                samplers: Vec::new(),
-                sampler_info: Vec::new(),
-            },
-            ComponentInfo {
-                name: "arith".into(),
-                description: "procedural arithmetic chains in GSM8K's format, character vocabulary (config: steps, max_operand, ops)".into(),
-                capabilities: vec!["text".into(), "vocabulary".into()],
-                samplers: Vec::new(),
-                sampler_info: Vec::new(),
-            },
+            ComponentInfo::new(
+                "gsm8k",
+                "GSM8K grade-school maths (config: split, data_dir, format, shots, limit, scoring); completions verified step by step",
+            )
+            .with_capability("text"),
+            ComponentInfo::new(
+                "arith",
+                "procedural arithmetic chains in GSM8K's format, character vocabulary (config: steps, max_operand, ops)",
+            )
+            .with_capability("text")
+            .with_capability("vocabulary"),
         ]
     }
 
@@ -94,32 +104,34 @@ impl Plugin for ReasoningPlugin {
         match name {
             "gsm8k" => Ok(Box::new(Gsm8kTask::open(config)?)),
             "arith" => Ok(Box::new(ArithTask::open(config)?)),
-            other => Err(PluginError(format!(
+            other => Err(PluginError::bad_config(format!(
                 "plugin `dlm-reasoning` provides no task `{other}` (it has `gsm8k` and `arith`)"
             ))),
         }
     }
 }
 
-/// The metrics every reasoning task declares.
-fn metrics() -> Vec<MetricDecl> {
-    let rate = |name: &str, label: &str, better| MetricDecl {
-        name: name.into(),
-        label: label.into(),
-        kind: MetricKind::Rate,
-        better,
-        digits: 3,
+/// The metrics a reasoning task declares under `scoring`; the accuracy labels name the mode.
+fn metrics(scoring: Scoring) -> Vec<MetricDecl> {
+    let rate =
+        |name: &str, label: &str, better| MetricDecl::new(name, label, MetricKind::Rate, better);
+    let mean =
+        |name: &str, label: &str, better| MetricDecl::new(name, label, MetricKind::Mean, better);
+    let mode = match scoring {
+        Scoring::LmEval | Scoring::Both => "lm-eval exact match",
+        Scoring::Numeric => "numeric",
     };
-    let mean = |name: &str, label: &str, better| MetricDecl {
-        name: name.into(),
-        label: label.into(),
-        kind: MetricKind::Mean,
-        better,
-        digits: 3,
-    };
-    vec![
-        rate("accuracy_strict", "accuracy (strict)", Better::Higher),
-        rate("accuracy_flexible", "accuracy (flexible)", Better::Higher),
+    let mut declared = vec![
+        rate(
+            "accuracy_strict",
+            &format!("accuracy (strict, {mode})"),
+            Better::Higher,
+        ),
+        rate(
+            "accuracy_flexible",
+            &format!("accuracy (flexible, {mode})"),
+            Better::Higher,
+        ),
         mean("step_error_rate", "step error rate", Better::Lower),
         mean(
             "free_text_step_error_rate",
@@ -129,14 +141,75 @@ fn metrics() -> Vec<MetricDecl> {
         rate("trace_error", "trace error", Better::Lower),
         mean("first_error_step", "first wrong step", Better::Neither),
         mean("coverage", "step coverage", Better::Neither),
-    ]
+    ];
+    if scoring == Scoring::Both {
+        declared.extend([
+            rate(
+                "accuracy_strict_numeric",
+                "accuracy (strict, numeric)",
+                Better::Higher,
+            ),
+            rate(
+                "accuracy_flexible_numeric",
+                "accuracy (flexible, numeric)",
+                Better::Higher,
+            ),
+        ]);
+    }
+    declared
 }
 
-/// Verify a completion against its gold answer: the score with every metric in `extra`.
+/// Verify a completion against its gold answer, comparing answers as numbers
+/// ([`Scoring::Numeric`]): the score with every metric in `extra`.
 pub fn score_completion(verifier: &Verifier, completion: &str, gold: &str) -> SampleScore {
     let v = verifier.verify(completion, Some(gold));
-    let strict = v.strict_correct.unwrap_or(false);
-    let flexible = v.flexible_correct.unwrap_or(false);
+    let numeric = Correct::numeric(&v);
+    scored(&v, numeric, None)
+}
+
+/// Verify a completion to a GSM8K problem under `scoring`. The lm-eval target follows the
+/// verifier's strict rule: the whole `answer` field for `#### n` (`gsm8k`), its final answer
+/// for `The answer is n.` (`gsm8k-cot`), as lm-eval's two task files define it.
+pub fn score_gsm8k_completion(
+    verifier: &Verifier,
+    scoring: Scoring,
+    completion: &str,
+    problem: &Problem,
+) -> SampleScore {
+    let v = verifier.verify(completion, Some(&problem.gold));
+    let numeric = Correct::numeric(&v);
+    let target = lm_eval_target(verifier.strict, &problem.answer);
+    let lm_eval = Correct {
+        strict: lm_eval_exact_match(v.strict_answer.as_deref(), target),
+        flexible: lm_eval_exact_match(v.flexible_answer.as_deref(), target),
+    };
+    match scoring {
+        Scoring::LmEval => scored(&v, lm_eval, None),
+        Scoring::Numeric => scored(&v, numeric, None),
+        Scoring::Both => scored(&v, lm_eval, Some(numeric)),
+    }
+}
+
+/// Whether the strict and the flexible answer are right under one comparison.
+#[derive(Debug, Clone, Copy)]
+struct Correct {
+    strict: bool,
+    flexible: bool,
+}
+
+impl Correct {
+    fn numeric(v: &Verification) -> Self {
+        Correct {
+            strict: v.strict_correct.unwrap_or(false),
+            flexible: v.flexible_correct.unwrap_or(false),
+        }
+    }
+}
+
+/// The score of a verified completion: `correct` under the usual names (it also decides the
+/// chain and the trace error), `also_numeric` under the `…_numeric` names.
+fn scored(v: &Verification, correct: Correct, also_numeric: Option<Correct>) -> SampleScore {
+    let Correct { strict, flexible } = correct;
     let a = &v.annotation;
     let ratio = |wrong: usize, checked: usize| -> Value {
         if checked == 0 {
@@ -149,6 +222,10 @@ pub fn score_completion(verifier: &Verifier, completion: &str, gold: &str) -> Sa
     let mut extra = BTreeMap::new();
     extra.insert("accuracy_strict".into(), json!(strict));
     extra.insert("accuracy_flexible".into(), json!(flexible));
+    if let Some(n) = also_numeric {
+        extra.insert("accuracy_strict_numeric".into(), json!(n.strict));
+        extra.insert("accuracy_flexible_numeric".into(), json!(n.flexible));
+    }
     extra.insert("step_error_rate".into(), ratio(a.wrong, a.checked));
     extra.insert(
         "free_text_step_error_rate".into(),
@@ -179,21 +256,16 @@ pub fn score_completion(verifier: &Verifier, completion: &str, gold: &str) -> Sa
             json!(format!("line {}: {} = {}", s.line, s.left, s.right)),
         );
     }
-    SampleScore {
-        log_q: None,
-        in_support: chain_right,
-        first_invalid: None,
-        invalid_transitions: a.wrong,
-        extra,
-    }
+    let mut score = SampleScore::text(chain_right, extra);
+    score.invalid_transitions = a.wrong;
+    score
 }
 
 /// Text tasks have no reference token sampler: their training data are prompts with their
 /// reference completions (`task.prompts`).
 fn no_sequences() -> PluginError {
-    PluginError(
-        "a text task has no token-sequence sampler: the harness asks it for prompts (`task.prompts`)"
-            .into(),
+    PluginError::unsupported(
+        "a text task has no token-sequence sampler: the harness asks it for prompts (`task.prompts`)",
     )
 }
 
@@ -213,6 +285,8 @@ struct Gsm8kConfig {
     shots: Option<usize>,
     #[serde(default)]
     limit: Option<usize>,
+    #[serde(default)]
+    scoring: Option<String>,
 }
 
 fn default_split() -> String {
@@ -228,6 +302,7 @@ struct Gsm8kTask {
     preamble: String,
     shots: usize,
     verifier: Verifier,
+    scoring: Scoring,
 }
 
 impl Gsm8kTask {
@@ -236,8 +311,8 @@ impl Gsm8kTask {
             serde_json::from_value(json!({}))?
         } else {
             serde_json::from_value(config).map_err(|e| {
-                PluginError(format!(
-                    "gsm8k config: {e} (keys: split, data_dir, format, shots, limit)"
+                PluginError::bad_config(format!(
+                    "gsm8k config: {e} (keys: split, data_dir, format, shots, limit, scoring)"
                 ))
             })?
         };
@@ -245,16 +320,21 @@ impl Gsm8kTask {
             "test" => Split::Test,
             "train" => Split::Train,
             other => {
-                return Err(PluginError(format!(
+                return Err(PluginError::bad_config(format!(
                     "gsm8k config: split must be `test` or `train`, got `{other}`"
                 )))
             }
         };
         let format = PromptFormat::parse(config.format.as_deref().unwrap_or("gsm8k"))
-            .map_err(|e| PluginError(format!("gsm8k config: {e}")))?;
+            .map_err(|e| PluginError::bad_config(format!("gsm8k config: {e}")))?;
+        let scoring = config
+            .scoring
+            .as_deref()
+            .map_or(Ok(Scoring::default()), Scoring::parse)
+            .map_err(|e| PluginError::bad_config(format!("gsm8k config: {e}")))?;
         let shots = config.shots.unwrap_or(format.default_shots());
         if shots > MAX_SHOTS {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "gsm8k config: shots must be at most {MAX_SHOTS}, got {shots}"
             )));
         }
@@ -263,16 +343,18 @@ impl Gsm8kTask {
             .clone()
             .unwrap_or_else(data::default_data_dir);
         let mut problems =
-            data::load(&dir, split).map_err(|e| PluginError(format!("gsm8k: {e}")))?;
+            data::load(&dir, split).map_err(|e| PluginError::bad_data(format!("gsm8k: {e}")))?;
         if let Some(limit) = config.limit {
             if limit == 0 {
-                return Err(PluginError("gsm8k config: limit must be at least 1".into()));
+                return Err(PluginError::bad_config(
+                    "gsm8k config: limit must be at least 1",
+                ));
             }
             problems.truncate(limit);
         }
         let train = if shots > 0 && format.needs_train_examples() {
             data::load(&dir, Split::Train)
-                .map_err(|e| PluginError(format!("gsm8k few-shot examples: {e}")))?
+                .map_err(|e| PluginError::bad_data(format!("gsm8k few-shot examples: {e}")))?
         } else {
             Vec::new()
         };
@@ -287,6 +369,7 @@ impl Gsm8kTask {
                 strict: format.strict_match(),
                 ..Verifier::default()
             },
+            scoring,
         })
     }
 
@@ -295,7 +378,7 @@ impl Gsm8kTask {
             .and_then(|i| i.parse::<usize>().ok())
             .filter(|&i| i < self.problems.len())
             .ok_or_else(|| {
-                PluginError(format!(
+                PluginError::bad_config(format!(
                     "gsm8k: unknown prompt id `{id}` (expected `{}-0` … `{}-{}`)",
                     self.split_name,
                     self.split_name,
@@ -307,45 +390,42 @@ impl Gsm8kTask {
 
 impl Task for Gsm8kTask {
     fn describe(&mut self, length: usize) -> Result<TaskDescription> {
-        Ok(TaskDescription {
-            label: format!(
-                "GSM8K {} ({} problems, {}-shot{})",
-                self.split_name,
-                self.problems.len(),
-                self.shots,
-                match self.format {
-                    PromptFormat::Gsm8k => "",
-                    PromptFormat::Gsm8kCot => " CoT",
-                }
-            ),
-            vocab_size: 0,
-            mask_id: 0,
-            length,
-            entropy_nats: None,
-            entropy_exact: false,
-            entropy_std_error: 0.0,
-            optimal_ter: None,
-            support_log10_density: None,
-            details: json!({
+        Ok({
+            let mut d = TaskDescription::new(
+                format!(
+                    "GSM8K {} ({} problems, {}-shot{})",
+                    self.split_name,
+                    self.problems.len(),
+                    self.shots,
+                    match self.format {
+                        PromptFormat::Gsm8k => "",
+                        PromptFormat::Gsm8kCot => " CoT",
+                    }
+                ),
+                0,
+                length,
+            );
+            d.details = json!({
                 "task": "gsm8k",
                 "split": self.split_name,
                 "problems": self.problems.len(),
                 "pinned_problems": self.split.problems(),
                 "shots": self.shots,
                 "format": self.format.describe(),
-            }),
-            metrics: metrics(),
-            text: Some(TextTaskInfo {
-                vocabulary: None,
-                eos_id: None,
-                stop: self.format.stop(),
-                prompts: Some(self.problems.len()),
-                prompt_ids: Some(
+                "scoring": self.scoring.name(),
+            });
+            d.metrics = metrics(self.scoring);
+            d.text = Some({
+                let mut text = TextTaskInfo::new(self.format.stop());
+                text.prompts = Some(self.problems.len());
+                text.prompt_ids = Some(
                     (0..self.problems.len())
                         .map(|i| format!("{}-{i}", self.split_name))
                         .collect(),
-                ),
-            }),
+                );
+                text
+            });
+            d
         })
     }
 
@@ -381,10 +461,11 @@ impl Task for Gsm8kTask {
             .iter()
             .map(|c| {
                 let i = self.index_of(&c.prompt_id)?;
-                Ok(score_completion(
+                Ok(score_gsm8k_completion(
                     &self.verifier,
+                    self.scoring,
                     &c.text,
-                    &self.problems[i].gold,
+                    &self.problems[i],
                 ))
             })
             .collect()
@@ -405,10 +486,12 @@ impl ArithTask {
             ArithConfig::default()
         } else {
             serde_json::from_value(config).map_err(|e| {
-                PluginError(format!("arith config: {e} (keys: steps, max_operand, ops)"))
+                PluginError::bad_config(format!(
+                    "arith config: {e} (keys: steps, max_operand, ops)"
+                ))
             })?
         };
-        config.validate().map_err(PluginError)?;
+        config.validate().map_err(PluginError::bad_config)?;
         Ok(ArithTask {
             config,
             verifier: Verifier::default(),
@@ -427,7 +510,7 @@ impl ArithTask {
             Some((seed.parse().ok()?, index.parse().ok()?))
         };
         let (seed, index) = parse().ok_or_else(|| {
-            PluginError(format!(
+            PluginError::bad_config(format!(
                 "arith: unknown prompt id `{id}` (expected `s<seed>-<index>`)"
             ))
         })?;
@@ -439,7 +522,7 @@ impl Task for ArithTask {
     fn describe(&mut self, length: usize) -> Result<TaskDescription> {
         let needed = self.tokens_needed();
         if length < needed {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "arith with steps {}, max_operand {}: a prompt and its solution can take {needed} tokens with end-of-text; use a length of at least {needed} (got {length})",
                 self.config.steps, self.config.max_operand
             )));
@@ -449,34 +532,31 @@ impl Task for ArithTask {
             .map(|c| c.to_string())
             .collect();
         let eos = vocabulary.len() as u32;
-        Ok(TaskDescription {
-            label: format!(
-                "arith ({} steps, operands ≤ {}, ops {})",
-                self.config.steps, self.config.max_operand, self.config.ops
-            ),
-            vocab_size: vocabulary.len() + 1,
-            mask_id: eos + 1,
-            length,
-            entropy_nats: None,
-            entropy_exact: false,
-            entropy_std_error: 0.0,
-            optimal_ter: None,
-            support_log10_density: None,
-            details: json!({
+        Ok({
+            let mut d = TaskDescription::new(
+                format!(
+                    "arith ({} steps, operands ≤ {}, ops {})",
+                    self.config.steps, self.config.max_operand, self.config.ops
+                ),
+                vocabulary.len() + 1,
+                length,
+            );
+            d.mask_id = eos + 1;
+            d.details = json!({
                 "task": "arith",
                 "steps": self.config.steps,
                 "max_operand": self.config.max_operand,
                 "ops": self.config.ops,
                 "tokens_needed": needed,
-            }),
-            metrics: metrics(),
-            text: Some(TextTaskInfo {
-                vocabulary: Some(vocabulary),
-                eos_id: Some(eos),
-                stop: Vec::new(),
-                prompts: None,
-                prompt_ids: None,
-            }),
+            });
+            d.metrics = metrics(Scoring::Numeric);
+            d.text = Some({
+                let mut text = TextTaskInfo::new(Vec::new());
+                text.vocabulary = Some(vocabulary);
+                text.eos_id = Some(eos);
+                text
+            });
+            d
         })
     }
 
@@ -591,7 +671,7 @@ mod tests {
     #[test]
     fn arith_refuses_lengths_too_short_and_unknown_ids() {
         let mut task = arith();
-        let e = task.describe(10).unwrap_err().0;
+        let e = task.describe(10).unwrap_err().message;
         assert!(e.contains("at least"), "{e}");
         let d = task.describe(task.tokens_needed()).unwrap();
         let text = d.text.unwrap();
@@ -602,15 +682,55 @@ mod tests {
                 text: String::new(),
             }])
             .unwrap_err()
-            .0;
+            .message;
         assert!(e.contains("unknown prompt id"), "{e}");
     }
 
     #[test]
+    fn the_description_states_the_scoring_mode() {
+        let declared = |config: Value| {
+            let d = Gsm8kTask::open(config).unwrap().describe(512).unwrap();
+            let labels: BTreeMap<String, String> =
+                d.metrics.into_iter().map(|m| (m.name, m.label)).collect();
+            (d.details["scoring"].clone(), labels)
+        };
+        let (mode, labels) = declared(json!({"limit": 1}));
+        assert_eq!(mode, json!("lm-eval"));
+        assert_eq!(
+            labels["accuracy_strict"],
+            "accuracy (strict, lm-eval exact match)"
+        );
+        assert!(!labels.contains_key("accuracy_strict_numeric"));
+        let (mode, labels) = declared(json!({"limit": 1, "scoring": "numeric"}));
+        assert_eq!(mode, json!("numeric"));
+        assert_eq!(labels["accuracy_flexible"], "accuracy (flexible, numeric)");
+        let (mode, labels) = declared(json!({"limit": 1, "scoring": "both"}));
+        assert_eq!(mode, json!("both"));
+        assert_eq!(
+            labels["accuracy_flexible"],
+            "accuracy (flexible, lm-eval exact match)"
+        );
+        assert_eq!(
+            labels["accuracy_strict_numeric"],
+            "accuracy (strict, numeric)"
+        );
+    }
+
+    #[test]
     fn bad_configs_name_the_key() {
-        let e = ArithTask::open(json!({"stepz": 2})).err().unwrap().0;
+        let e = ArithTask::open(json!({"stepz": 2})).err().unwrap().message;
         assert!(e.contains("stepz"), "{e}");
-        let e = Gsm8kTask::open(json!({"split": "dev"})).err().unwrap().0;
+        let e = Gsm8kTask::open(json!({"split": "dev"}))
+            .err()
+            .unwrap()
+            .message;
         assert!(e.contains("split"), "{e}");
+        let e = Gsm8kTask::open(json!({"scoring": "strings"}))
+            .err()
+            .unwrap()
+            .message;
+        for named in ["scoring", "strings", "lm-eval", "numeric", "both"] {
+            assert!(e.contains(named), "{named}: {e}");
+        }
     }
 }
