@@ -93,6 +93,8 @@ fn write_shards(dir: &Path, path: &Path, text: &str) -> Vec<PathBuf> {
                     task_plugin: None,
                     model_plugin: None,
                     model_autoregressive: false,
+                    model_exact: false,
+                    error_kind: None,
                     one_step_per_token: false,
                     batches: Vec::new(),
                     device: Some("cpu".into()),

@@ -22,6 +22,25 @@ fn misbehaving_plugins_fail_only_their_cells() {
         text(&result)
     );
     let s = summary(&dir);
+    // Each failure is grouped by what the user has to do: the plugin's own classification
+    // crosses the boundary; a reply the harness refuses is bad data; a crash, a limit or a
+    // library that does not load has no plugin classification.
+    let kind = |model: &str| cell(&s, "bigram", model, None, None)["error_kind"].clone();
+    assert_eq!(kind("panics"), "internal");
+    assert_eq!(kind("bad-tokens"), "bad_data");
+    assert_eq!(kind("bad-config"), "bad_config");
+    for model in ["aborts", "segfaults", "hangs", "wrong-api", "healthy"] {
+        assert!(kind(model).is_null(), "{model}: {}", kind(model));
+    }
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for heading in [
+        "bad configuration (1)",
+        "bad data (1)",
+        "internal error (1)",
+        "not run, or the worker failed (4)",
+    ] {
+        assert!(report.contains(heading), "report lacks `{heading}`");
+    }
     let cause = |model: &str| {
         let c = cell(&s, "bigram", model, None, None);
         assert_eq!(c["status"], "failed", "{model} should fail");
@@ -65,7 +84,7 @@ fn misbehaving_plugins_fail_only_their_cells() {
     }
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(
-        html.contains("Failed cells (6 of 8)"),
+        html.contains("Failed cells (7 of 9)"),
         "report lists failures"
     );
 }

@@ -260,7 +260,7 @@ pub fn describe(
             |_, _, _, _| {},
         )? {
             Outcome::Described(d) => Ok(d),
-            Outcome::Failed(cause) => Err(cause),
+            Outcome::Failed(cause, _) => Err(cause),
             Outcome::Finished(_) | Outcome::Trained(_) => {
                 Err("worker answered a describe job with something else".into())
             }

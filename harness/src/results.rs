@@ -12,7 +12,7 @@
 
 use crate::suite::CellSpec;
 use anyhow::{Context, Result};
-use dlm_plugin_api::{SampleScore, TaskDescription};
+use dlm_plugin_api::{ErrorKind, SampleScore, TaskDescription};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -139,11 +139,20 @@ pub struct CellRecord {
     pub cell: CellSpec,
     pub status: CellStatus,
     pub cause: Option<String>,
+    /// What kind of failure a failed cell met (see [`ErrorKind`]); `None` when it did not fail,
+    /// did not run (its plugin did not load, its model was not trained) or its worker itself
+    /// failed (a crash, a limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
     pub task_description: Option<TaskDescription>,
     pub task_plugin: Option<PluginId>,
     pub model_plugin: Option<PluginId>,
     #[serde(default)]
     pub model_autoregressive: bool,
+    /// The model is the task's exact denoiser (capability `oracle`): the theorem checks run
+    /// on its cells only.
+    #[serde(default)]
+    pub model_exact: bool,
     /// The sampler decodes one token per step, as the model plugin describes it (left-to-right
     /// decoding or an AR model's sampler): such cells are the AR baselines.
     #[serde(default)]

@@ -480,7 +480,8 @@ impl CellContext<'_> {
     ) -> Result<(CellRecord, Vec<SampleRecord>)> {
         let started = Instant::now();
         let outcome = match cell_job(cell, self.libraries, self.descriptors, self.trained) {
-            Err(cause) => Outcome::Failed(cause),
+            // Its plugin could not be loaded or its model not trained: the cause says which.
+            Err(cause) => Outcome::Failed(cause, None),
             Ok(job) => {
                 bar.reset();
                 bar.set_length(cell.n as u64);
@@ -554,6 +555,8 @@ fn cell_results(
         task_plugin: None,
         model_plugin: None,
         model_autoregressive: false,
+        model_exact: false,
+        error_kind: None,
         one_step_per_token: false,
         batches: Vec::new(),
         device: None,
@@ -567,6 +570,7 @@ fn cell_results(
             record.task_plugin = Some(output.task_plugin);
             record.model_plugin = output.model_plugin;
             record.model_autoregressive = output.model_autoregressive;
+            record.model_exact = output.model_exact;
             record.one_step_per_token = output.one_step_per_token;
             record.batches = output.batches;
             record.device = output.device;
@@ -586,8 +590,9 @@ fn cell_results(
                 })
                 .collect()
         }
-        Outcome::Failed(cause) => {
+        Outcome::Failed(cause, kind) => {
             record.cause = Some(cause);
+            record.error_kind = kind;
             Vec::new()
         }
         Outcome::Described(_) | Outcome::Trained(_) => {

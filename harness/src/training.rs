@@ -328,7 +328,7 @@ pub fn ensure_trained(
                 bars.suspend(|| tracing::info!("trained {}", record.summary_line()));
                 Ok(record)
             }
-            Outcome::Failed(cause) => {
+            Outcome::Failed(cause, _) => {
                 let _ = std::fs::remove_file(&partial);
                 bars.suspend(|| tracing::error!("training {key} failed: {cause}"));
                 Err(cause)

@@ -429,8 +429,25 @@ pub struct CallError {
     pub plugin: String,
     /// The method (e.g. `model.generate`, or `open model `mdm`` for an `open`).
     pub method: String,
-    /// The plugin's error message, or the panic message after `plugin panicked in …`.
+    /// The plugin's error message (without its kind tag), or the panic message after
+    /// `plugin panicked in …`.
     pub message: String,
+    /// What kind of failure the plugin reported ([`crate::ErrorKind::Internal`] for a panic
+    /// or an untagged message).
+    pub kind: crate::ErrorKind,
+}
+
+impl CallError {
+    /// A failed call's error from the string that crossed the boundary (kind tag decoded).
+    fn from_wire(plugin: &str, method: String, wire: &str) -> CallError {
+        let (kind, message) = crate::decode_error(wire);
+        CallError {
+            plugin: plugin.to_string(),
+            method,
+            message: message.to_string(),
+            kind,
+        }
+    }
 }
 
 /// A loaded plugin library. The library is never unloaded (unloading Rust cdylibs with
@@ -556,11 +573,11 @@ impl LoadedPlugin {
                 module: self.module,
                 handle,
             }),
-            RResult::RErr(e) => Err(CallError {
-                plugin: self.descriptor.name.clone(),
-                method: format!("open {} `{name}`", kind.as_str()),
-                message: e.into_string(),
-            }),
+            RResult::RErr(e) => Err(CallError::from_wire(
+                &self.descriptor.name,
+                format!("open {} `{name}`", kind.as_str()),
+                &e,
+            )),
         }
     }
 }
@@ -587,11 +604,7 @@ impl Instance {
             RSlice::from_slice(tokens),
         ) {
             RResult::ROk(reply) => Ok((reply.json.into_string(), reply.tokens.into_vec())),
-            RResult::RErr(e) => Err(CallError {
-                plugin: self.plugin.clone(),
-                method: method.to_string(),
-                message: e.into_string(),
-            }),
+            RResult::RErr(e) => Err(CallError::from_wire(&self.plugin, method.to_string(), &e)),
         }
     }
 

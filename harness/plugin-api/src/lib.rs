@@ -13,18 +13,23 @@
 //! speak over JSON is in [`protocol`]; plugin authors normally use the `dlm-sdk` crate, which
 //! implements [`PluginImpl`] for them.
 
+// The public API its readers use: every item documented. A crate-root attribute rather than the
+// workspace's `[lints]`, which apply to every target of a package (criterion's generated bench
+// functions have no docs) while this applies to the library alone.
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod completion;
+pub mod hash;
 pub mod protocol;
 
-pub use abi::{LoadError, LoadedPlugin, PluginInstance};
+pub use abi::{CallError, LoadError, LoadedPlugin, PluginInstance};
 pub use protocol::*;
 
 /// Version of the plugin API this crate defines. A host accepts a plugin whose API version has
 /// the same major number and a minor number no greater than its own (a newer host may add
 /// optional methods; an older host cannot know about them).
-pub const API_VERSION: ApiVersion = ApiVersion { major: 1, minor: 3 };
+pub const API_VERSION: ApiVersion = ApiVersion { major: 1, minor: 4 };
 
 /// `major.minor` version of the plugin API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

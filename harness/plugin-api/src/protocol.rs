@@ -8,6 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod errors;
+mod theorem;
+pub use errors::*;
+pub use theorem::*;
+
 /// Names of the methods a component answers through `call`.
 pub mod method {
     /// Task: `DescribeTaskRequest` → `TaskDescription`.
@@ -54,8 +59,10 @@ impl ComponentKind {
     }
 }
 
-/// What `describe` returns: the plugin and every component it provides.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What `describe` returns: the plugin and every component it provides (the SDK builds it from
+/// a plugin's `Plugin` implementation); `#[non_exhaustive]` keeps later fields compatible.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PluginDescriptor {
     /// Plugin name, e.g. `dlm-formal`; must equal the name in the descriptor static (by
     /// convention the crate name). Suites and run manifests refer to plugins by it.
@@ -80,6 +87,17 @@ pub struct PluginDescriptor {
 }
 
 impl PluginDescriptor {
+    /// The descriptor of plugin `name` at `version`, built against this crate's
+    /// [`API_VERSION`](crate::API_VERSION), with no components yet.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        PluginDescriptor {
+            name: name.into(),
+            version: version.into(),
+            api_version: crate::API_VERSION.to_string(),
+            ..PluginDescriptor::default()
+        }
+    }
+
     /// The task or model called `name`, if the plugin provides it.
     pub fn component(&self, kind: ComponentKind, name: &str) -> Option<&ComponentInfo> {
         let list = match kind {
@@ -90,8 +108,10 @@ impl PluginDescriptor {
     }
 }
 
-/// One task or model a plugin provides.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One task or model a plugin provides. Build it with [`ComponentInfo::new`] (or the SDK's
+/// `denoiser_component`); `#[non_exhaustive]` keeps later fields compatible.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ComponentInfo {
     /// Name used in suites (`task:` / `model:`) and in `open`.
     pub name: String,
@@ -130,6 +150,24 @@ pub struct SamplerInfo {
 }
 
 impl ComponentInfo {
+    /// A component called `name` with no capabilities or samplers yet (add them with
+    /// [`ComponentInfo::with_capability`] and [`ComponentInfo::with_sampler`]).
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        ComponentInfo {
+            name: name.into(),
+            description: description.into(),
+            ..ComponentInfo::default()
+        }
+    }
+
+    /// The same component with one more sampler (its name in `samplers`, its description in
+    /// `sampler_info`).
+    pub fn with_sampler(mut self, info: SamplerInfo) -> Self {
+        self.samplers.push(info.name.clone());
+        self.sampler_info.push(info);
+        self
+    }
+
     /// Whether the component declares `capability` (see [`ComponentInfo::capabilities`]).
     pub fn has(&self, capability: &str) -> bool {
         self.capabilities.iter().any(|c| c == capability)
@@ -275,7 +313,11 @@ pub struct DescribeTaskRequest {
 }
 
 /// What a task says about itself for a given sequence length.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Build it with [`TaskDescription::new`] and set the optional fields: the struct is
+/// `#[non_exhaustive]`, so a field added in a later API version does not break a plugin's source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskDescription {
     /// Human label, e.g. `2-gram (SER variant)`.
     pub label: String,
@@ -310,6 +352,25 @@ pub struct TaskDescription {
     /// and scoring token sequences; they have no `log q` (no TER). Since API 1.2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<TextTaskInfo>,
+    /// Which of the paper's theorem checks apply to this task, with their constants: the task
+    /// declares them, so the harness needs to know no plugin's component or configuration
+    /// names. Since API 1.4.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub theorem_checks: Vec<TheoremCheck>,
+}
+
+impl TaskDescription {
+    /// A task over token ids `0..vocab_size` (mask id `vocab_size`) at `length` tokens, with
+    /// no entropy, support, details, metrics, text or theorem checks yet.
+    pub fn new(label: impl Into<String>, vocab_size: usize, length: usize) -> Self {
+        TaskDescription {
+            label: label.into(),
+            vocab_size,
+            mask_id: vocab_size as u32,
+            length,
+            ..TaskDescription::default()
+        }
+    }
 }
 
 /// What a text task says about its prompts and completions.
@@ -318,7 +379,8 @@ pub struct TaskDescription {
 /// its prompt, up to the end-of-text token or the first stop string, whichever comes first.
 /// Only its tokens count as generated: prompt and padding tokens never do. Tokens per forward
 /// = generated tokens up to the stop ÷ network calls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextTaskInfo {
     /// The task's own vocabulary, for models without a tokenizer: token id `i` is the text
     /// `vocabulary[i]` (usually one character). Then `vocab_size = vocabulary.len() + 1`: the
@@ -342,6 +404,17 @@ pub struct TextTaskInfo {
     /// have. `None` for procedural tasks. Since API 1.3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_ids: Option<Vec<String>>,
+}
+
+impl TextTaskInfo {
+    /// A text task whose models bring their own tokenizer (no vocabulary), with these stop
+    /// strings.
+    pub fn new(stop: Vec<String>) -> Self {
+        TextTaskInfo {
+            stop,
+            ..TextTaskInfo::default()
+        }
+    }
 }
 
 /// `task.prompts` request: the prompts of samples `first_index .. first_index + n`.
@@ -392,8 +465,10 @@ pub struct ScoreTextRequest {
     pub completions: Vec<Completion>,
 }
 
-/// A metric a task declares (see [`TaskDescription::metrics`]).
+/// A metric a task declares (see [`TaskDescription::metrics`]). Build it with
+/// [`MetricDecl::new`]; `#[non_exhaustive]` keeps later fields compatible.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MetricDecl {
     /// Key in `SampleScore::extra` and in the summary, e.g. `accuracy_strict`.
     pub name: String,
@@ -410,6 +485,30 @@ pub struct MetricDecl {
 
 fn default_digits() -> usize {
     3
+}
+
+impl MetricDecl {
+    /// A metric shown with 3 digits after the decimal point (set `digits` to change it).
+    pub fn new(
+        name: impl Into<String>,
+        label: impl Into<String>,
+        kind: MetricKind,
+        better: Better,
+    ) -> Self {
+        MetricDecl {
+            name: name.into(),
+            label: label.into(),
+            kind,
+            better,
+            digits: default_digits(),
+        }
+    }
+
+    /// The same metric shown with `digits` digits after the decimal point.
+    pub fn with_digits(mut self, digits: usize) -> Self {
+        self.digits = digits;
+        self
+    }
 }
 
 /// How a metric's per-sample values combine into a cell's figure.
@@ -494,7 +593,12 @@ impl TokenBatch {
 }
 
 /// Per-sequence scores from `task.score`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Build it with [`SampleScore::valid`], [`SampleScore::invalid`] or [`SampleScore::text`] and
+/// set the optional fields: the struct is `#[non_exhaustive]`, so a field added in a later API
+/// version does not break a plugin's source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SampleScore {
     /// `log q(x)` in nats under the ground truth; `None` when `q(x) = 0`.
     pub log_q: Option<f64>,
@@ -509,6 +613,32 @@ pub struct SampleScore {
     /// Task-specific metrics (text tasks: accuracy, step errors, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
+}
+
+impl SampleScore {
+    /// A sequence in the support, with `log q(x) = log_q`.
+    pub fn valid(log_q: f64) -> Self {
+        SampleScore {
+            log_q: Some(log_q),
+            in_support: true,
+            ..SampleScore::default()
+        }
+    }
+
+    /// A sequence outside the support (`q(x) = 0`).
+    pub fn invalid() -> Self {
+        SampleScore::default()
+    }
+
+    /// A text task's score: no `log q`; `correct` counts as "in the language" for SER, and
+    /// `extra` carries the task's metrics.
+    pub fn text(correct: bool, extra: BTreeMap<String, Value>) -> Self {
+        SampleScore {
+            in_support: correct,
+            extra,
+            ..SampleScore::default()
+        }
+    }
 }
 
 /// `task.score` reply.

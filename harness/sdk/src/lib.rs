@@ -50,42 +50,94 @@
 //! token and the stop strings, decodes it, and counts only the completion's tokens as
 //! generated. Such a model is not trained by the harness.
 
-#![forbid(unsafe_code)]
+// The public API its readers use: every item documented. A crate-root attribute rather than the
+// workspace's `[lints]`, which apply to every target of a package (criterion's generated bench
+// functions have no docs) while this applies to the library alone.
 #![warn(missing_docs)]
 
+pub mod device_name;
 pub mod sampler;
 #[cfg(feature = "tokenizers")]
 pub mod tokenizer;
 
-/// The README's plugin example, compiled and run as a doctest so it stays true.
-#[doc = include_str!("../../../README.md")]
+/// The plugin guide's examples, compiled and run as doctests so they stay true.
+#[doc = include_str!("../../../docs/plugin-guide.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+pub use dlm_plugin_api::completion::cut_at_first_stop;
+pub use dlm_plugin_api::hash::fnv1a_64;
 pub use dlm_plugin_api::protocol::*;
 use dlm_plugin_api::PluginInstance;
 pub use dlm_plugin_api::API_VERSION;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Error returned by plugin code; its message reaches the user verbatim, so say what went
-/// wrong and what to do about it.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct PluginError(pub String);
+/// wrong and what to do about it. Its [`ErrorKind`] travels with it, so reports group failed
+/// cells by what the user has to do (fix the suite, fix the data, pick another component, or
+/// report a bug). Build it with [`PluginError::bad_config`], [`PluginError::bad_data`],
+/// [`PluginError::unsupported`] or [`PluginError::internal`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct PluginError {
+    /// What kind of failure this is.
+    pub kind: ErrorKind,
+    /// What went wrong and what to do about it.
+    pub message: String,
+}
 
+impl PluginError {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        PluginError {
+            kind,
+            message: message.into(),
+        }
+    }
+    /// The configuration is wrong (a suite key, a sampler parameter, a model option).
+    pub fn bad_config(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::BadConfig, message)
+    }
+    /// An input file or a model's output is malformed.
+    pub fn bad_data(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::BadData, message)
+    }
+    /// The request is well-formed but this component cannot serve it.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported, message)
+    }
+    /// A bug, or an error nobody classified.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+    /// The same error with `context` in front of its message (`context: message`).
+    pub fn context(mut self, context: impl std::fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+    /// The string that crosses the plugin boundary: the message tagged with its kind.
+    pub fn into_wire(self) -> String {
+        encode_error(self.kind, &self.message)
+    }
+}
+
+/// An untyped message is an internal error: classify it with a constructor where you can.
 impl From<String> for PluginError {
     fn from(s: String) -> Self {
-        PluginError(s)
+        PluginError::internal(s)
     }
 }
 impl From<&str> for PluginError {
     fn from(s: &str) -> Self {
-        PluginError(s.to_string())
+        PluginError::internal(s)
     }
 }
+/// Plugins deserialise their suite configuration with serde_json, so its errors are
+/// configuration errors.
 impl From<serde_json::Error> for PluginError {
     fn from(e: serde_json::Error) -> Self {
-        PluginError(format!("invalid JSON: {e}"))
+        PluginError::bad_config(format!("invalid JSON: {e}"))
     }
 }
 
@@ -144,8 +196,8 @@ pub trait Task: Send {
     /// completion. Prompt `i` depends only on `(seed, first_index + i)` (or on the index alone
     /// for a fixed data set).
     fn prompts(&mut self, _request: &PromptsRequest) -> Result<Vec<Prompt>> {
-        Err(PluginError(
-            "this task hands out no prompts (it is not a text task)".into(),
+        Err(PluginError::unsupported(
+            "this task hands out no prompts (it is not a text task)",
         ))
     }
 
@@ -154,8 +206,8 @@ pub trait Task: Send {
     /// string. Set `in_support` to whether it is a fully correct answer (so SER is the share
     /// of wrong ones), `log_q` to `None`, and the task's declared metrics in `extra`.
     fn score_text(&mut self, _completions: &[Completion]) -> Result<Vec<SampleScore>> {
-        Err(PluginError(
-            "this task scores no text completions (it is not a text task)".into(),
+        Err(PluginError::unsupported(
+            "this task scores no text completions (it is not a text task)",
         ))
     }
 }
@@ -182,8 +234,8 @@ pub trait Model: Send {
         _batch: &[Vec<u32>],
         _prompt_lengths: &[usize],
     ) -> Result<TrainStepReply> {
-        Err(PluginError(
-            "this model cannot be trained by the harness (no `train` capability)".into(),
+        Err(PluginError::unsupported(
+            "this model cannot be trained by the harness (no `train` capability)",
         ))
     }
 
@@ -194,15 +246,15 @@ pub trait Model: Send {
         _batch: &[Vec<u32>],
         _prompt_lengths: &[usize],
     ) -> Result<EvaluateReply> {
-        Err(PluginError(
-            "this model cannot be trained by the harness (no `train` capability)".into(),
+        Err(PluginError::unsupported(
+            "this model cannot be trained by the harness (no `train` capability)",
         ))
     }
 
     /// Write the trained model to `path` and return its fingerprint.
     fn save(&mut self, _path: &std::path::Path) -> Result<SaveReply> {
-        Err(PluginError(
-            "this model cannot be trained by the harness (no `train` capability)".into(),
+        Err(PluginError::unsupported(
+            "this model cannot be trained by the harness (no `train` capability)",
         ))
     }
 }
@@ -214,7 +266,7 @@ pub struct DenoiserModel<D: Denoiser> {
 }
 
 impl<D: Denoiser> DenoiserModel<D> {
-    /// Wrap `denoiser`; it answers every sampler in [`sampler::SAMPLERS`].
+    /// Wrap `denoiser`; it answers every sampler in [`sampler::BUILT_IN`].
     pub fn new(denoiser: D) -> Self {
         DenoiserModel { denoiser }
     }
@@ -228,17 +280,7 @@ impl<D: Denoiser> Model for DenoiserModel<D> {
 
 /// Component info for a denoiser-based model with the samplers the SDK provides.
 pub fn denoiser_component(name: &str, description: &str, time_conditioned: bool) -> ComponentInfo {
-    let mut capabilities = vec!["denoiser".to_string()];
-    if time_conditioned {
-        capabilities.push("time_conditioned".to_string());
-    }
-    ComponentInfo {
-        name: name.to_string(),
-        description: description.to_string(),
-        capabilities,
-        samplers: sampler::SAMPLERS.iter().map(|s| s.to_string()).collect(),
-        sampler_info: sampler::SAMPLERS.iter().map(|s| sampler::info(s)).collect(),
-    }
+    sampler::Registry::built_in().component(name, description, time_conditioned)
 }
 
 /// What a plugin provides. Implement this and call [`export_plugin!`].
@@ -270,7 +312,7 @@ pub trait Plugin: 'static {
     /// Open the task `name` with the suite's `config:` for it (`null` when none is given).
     /// Validate the config here and say what is wrong: the message reaches the user verbatim.
     fn open_task(name: &str, _config: serde_json::Value) -> Result<Box<dyn Task>> {
-        Err(PluginError(format!(
+        Err(PluginError::bad_config(format!(
             "plugin `{}` provides no task `{name}`",
             Self::NAME
         )))
@@ -279,7 +321,7 @@ pub trait Plugin: 'static {
     /// length), and `train` or `checkpoint` settings when the harness trains it or loads what
     /// it trained (see [`ModelOpenConfig`]).
     fn open_model(name: &str, _open: ModelOpenConfig) -> Result<Box<dyn Model>> {
-        Err(PluginError(format!(
+        Err(PluginError::bad_config(format!(
             "plugin `{}` provides no model `{name}`",
             Self::NAME
         )))
@@ -295,15 +337,12 @@ pub struct Exported<P: Plugin>(std::marker::PhantomData<P>);
 
 impl<P: Plugin> dlm_plugin_api::PluginImpl for Exported<P> {
     fn descriptor() -> PluginDescriptor {
-        PluginDescriptor {
-            name: P::NAME.to_string(),
-            version: P::VERSION.to_string(),
-            api_version: API_VERSION.to_string(),
-            description: P::DESCRIPTION.to_string(),
-            tasks: P::tasks(),
-            models: P::models(),
-            device: P::device(),
-        }
+        let mut descriptor = PluginDescriptor::new(P::NAME, P::VERSION);
+        descriptor.description = P::DESCRIPTION.to_string();
+        descriptor.tasks = P::tasks();
+        descriptor.models = P::models();
+        descriptor.device = P::device();
+        descriptor
     }
 
     fn open(
@@ -313,13 +352,15 @@ impl<P: Plugin> dlm_plugin_api::PluginImpl for Exported<P> {
     ) -> std::result::Result<Box<dyn PluginInstance>, String> {
         match kind {
             ComponentKind::Task => {
-                let config: serde_json::Value = parse_json(config_json).map_err(|e| e.0)?;
-                let task = P::open_task(name, config).map_err(|e| e.0)?;
+                let config: serde_json::Value =
+                    parse_json(config_json).map_err(PluginError::into_wire)?;
+                let task = P::open_task(name, config).map_err(PluginError::into_wire)?;
                 Ok(Box::new(TaskInstance(task)))
             }
             ComponentKind::Model => {
-                let open: ModelOpenConfig = parse_json(config_json).map_err(|e| e.0)?;
-                let model = P::open_model(name, open).map_err(|e| e.0)?;
+                let open: ModelOpenConfig =
+                    parse_json(config_json).map_err(PluginError::into_wire)?;
+                let model = P::open_model(name, open).map_err(PluginError::into_wire)?;
                 Ok(Box::new(ModelInstance(model)))
             }
         }
@@ -327,7 +368,7 @@ impl<P: Plugin> dlm_plugin_api::PluginImpl for Exported<P> {
 }
 
 fn parse_json<T: DeserializeOwned>(json: &str) -> Result<T> {
-    serde_json::from_str(json).map_err(|e| PluginError(format!("malformed request: {e}")))
+    serde_json::from_str(json).map_err(|e| PluginError::internal(format!("malformed request: {e}")))
 }
 
 fn to_json<T: Serialize>(value: &T) -> std::result::Result<String, String> {
@@ -346,32 +387,40 @@ impl PluginInstance for TaskInstance {
         let task = &mut self.0;
         match method {
             method::TASK_DESCRIBE => {
-                let req: DescribeTaskRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let req: DescribeTaskRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
                 Ok((
-                    to_json(&task.describe(req.length).map_err(|e| e.0)?)?,
+                    to_json(&task.describe(req.length).map_err(PluginError::into_wire)?)?,
                     Vec::new(),
                 ))
             }
             method::TASK_SAMPLE_REFERENCE => {
-                let req: SampleReferenceRequest = parse_json(request_json).map_err(|e| e.0)?;
-                let seqs = task.sample_reference(&req).map_err(|e| e.0)?;
+                let req: SampleReferenceRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
+                let seqs = task
+                    .sample_reference(&req)
+                    .map_err(PluginError::into_wire)?;
                 let (shape, buffer) = TokenBatch::pack(&seqs);
                 Ok((to_json(&shape)?, buffer))
             }
             method::TASK_SCORE => {
-                let shape: TokenBatch = parse_json(request_json).map_err(|e| e.0)?;
+                let shape: TokenBatch = parse_json(request_json).map_err(PluginError::into_wire)?;
                 let seqs = shape.unpack(tokens)?;
-                let scores = task.score(&seqs).map_err(|e| e.0)?;
+                let scores = task.score(&seqs).map_err(PluginError::into_wire)?;
                 Ok((to_json(&ScoreReply { scores })?, Vec::new()))
             }
             method::TASK_PROMPTS => {
-                let req: PromptsRequest = parse_json(request_json).map_err(|e| e.0)?;
-                let prompts = task.prompts(&req).map_err(|e| e.0)?;
+                let req: PromptsRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
+                let prompts = task.prompts(&req).map_err(PluginError::into_wire)?;
                 Ok((to_json(&PromptsReply { prompts })?, Vec::new()))
             }
             method::TASK_SCORE_TEXT => {
-                let req: ScoreTextRequest = parse_json(request_json).map_err(|e| e.0)?;
-                let scores = task.score_text(&req.completions).map_err(|e| e.0)?;
+                let req: ScoreTextRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
+                let scores = task
+                    .score_text(&req.completions)
+                    .map_err(PluginError::into_wire)?;
                 Ok((to_json(&ScoreReply { scores })?, Vec::new()))
             }
             other => Err(format!("a task does not answer `{other}`")),
@@ -390,14 +439,16 @@ impl PluginInstance for ModelInstance {
     ) -> std::result::Result<(String, Vec<u32>), String> {
         match method {
             method::MODEL_GENERATE => {
-                let req: GenerateRequest = parse_json(request_json).map_err(|e| e.0)?;
-                let (seqs, mut reply) = self.0.generate(&req).map_err(|e| e.0)?;
+                let req: GenerateRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
+                let (seqs, mut reply) = self.0.generate(&req).map_err(PluginError::into_wire)?;
                 let (shape, buffer) = TokenBatch::pack(&seqs);
                 reply.lengths = shape.lengths;
                 Ok((to_json(&reply)?, buffer))
             }
             method::MODEL_TRAIN_STEP => {
-                let req: TrainStepRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let req: TrainStepRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
                 let prompts = prompt_lengths(req.prompt_lengths, req.lengths.len())?;
                 let batch = TokenBatch {
                     lengths: req.lengths,
@@ -406,25 +457,29 @@ impl PluginInstance for ModelInstance {
                 let reply = self
                     .0
                     .train_step(req.step, &batch, &prompts)
-                    .map_err(|e| e.0)?;
+                    .map_err(PluginError::into_wire)?;
                 Ok((to_json(&reply)?, Vec::new()))
             }
             method::MODEL_EVALUATE => {
-                let req: EvaluateRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let req: EvaluateRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
                 let prompts = prompt_lengths(req.prompt_lengths, req.lengths.len())?;
                 let batch = TokenBatch {
                     lengths: req.lengths,
                 }
                 .unpack(tokens)?;
-                let reply = self.0.evaluate(&batch, &prompts).map_err(|e| e.0)?;
+                let reply = self
+                    .0
+                    .evaluate(&batch, &prompts)
+                    .map_err(PluginError::into_wire)?;
                 Ok((to_json(&reply)?, Vec::new()))
             }
             method::MODEL_SAVE => {
-                let req: SaveRequest = parse_json(request_json).map_err(|e| e.0)?;
+                let req: SaveRequest = parse_json(request_json).map_err(PluginError::into_wire)?;
                 let reply = self
                     .0
                     .save(std::path::Path::new(&req.path))
-                    .map_err(|e| e.0)?;
+                    .map_err(PluginError::into_wire)?;
                 Ok((to_json(&reply)?, Vec::new()))
             }
             other => Err(format!(

@@ -59,13 +59,13 @@ impl HfTokenizer {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| {
-            PluginError(format!(
+            PluginError::bad_data(format!(
                 "tokenizer file {}: cannot read it: {e}",
                 path.display()
             ))
         })?;
         let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| {
-            PluginError(format!(
+            PluginError::bad_data(format!(
                 "tokenizer file {}: not a Hugging Face tokenizer.json: {e}",
                 path.display()
             ))
@@ -76,7 +76,7 @@ impl HfTokenizer {
             .max()
             .map_or(0, |&m| m as usize + 1);
         if vocab_size == 0 {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_data(format!(
                 "tokenizer file {}: the vocabulary is empty",
                 path.display()
             )));
@@ -93,7 +93,7 @@ impl HfTokenizer {
     /// Use `token` as the end-of-text token; an error when the vocabulary lacks it.
     pub fn with_eos_token(mut self, token: &str) -> Result<Self> {
         let id = self.inner.token_to_id(token).ok_or_else(|| {
-            PluginError(format!(
+            PluginError::bad_data(format!(
                 "tokenizer file {}: no token `{token}` in its vocabulary to end the text with",
                 self.path.display()
             ))
@@ -131,7 +131,7 @@ impl HfTokenizer {
             .encode(text, false)
             .map(|e| e.get_ids().to_vec())
             .map_err(|e| {
-                PluginError(format!(
+                PluginError::bad_data(format!(
                     "tokenizer {}: cannot encode the text: {e}",
                     self.path.display()
                 ))
@@ -141,7 +141,7 @@ impl HfTokenizer {
     /// The text of `ids`, special tokens skipped.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
         self.inner.decode(ids, true).map_err(|e| {
-            PluginError(format!(
+            PluginError::bad_data(format!(
                 "tokenizer {}: cannot decode ids: {e}",
                 self.path.display()
             ))
@@ -168,7 +168,7 @@ impl<M: Model> TextModel<M> {
     /// [`HfTokenizer::with_eos_token`]).
     pub fn new(model: M, tokenizer: HfTokenizer, stop: Vec<String>) -> Result<Self> {
         let eos = tokenizer.eos_id().ok_or_else(|| {
-            PluginError(format!(
+            PluginError::bad_data(format!(
                 "tokenizer file {}: none of {} is in its vocabulary; name the end-of-text token explicitly",
                 tokenizer.path().display(),
                 EOS_NAMES.join(", ")
@@ -185,13 +185,12 @@ impl<M: Model> TextModel<M> {
     /// The prompts of `request` as token ids, each leaving room for a completion.
     fn encode_prompts(&self, request: &GenerateRequest) -> Result<Vec<Vec<u32>>> {
         let prompts = request.prompt_texts.as_ref().ok_or_else(|| {
-            PluginError(
-                "this model works on text with its own tokenizer: it answers text tasks only (the request has no prompt texts)"
-                    .into(),
+            PluginError::unsupported(
+                "this model works on text with its own tokenizer: it answers text tasks only (the request has no prompt texts)",
             )
         })?;
         if prompts.len() != request.batch_size {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "{} prompt texts for a batch of {}",
                 prompts.len(),
                 request.batch_size
@@ -202,7 +201,7 @@ impl<M: Model> TextModel<M> {
             .map(|p| {
                 let ids = self.tokenizer.encode(&p.text)?;
                 if ids.len() >= request.length {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::bad_config(format!(
                         "prompt `{}` takes {} tokens of tokenizer {}, leaving no room for a completion at length {}; raise `lengths`",
                         p.id,
                         ids.len(),
@@ -223,20 +222,13 @@ impl<M: Model> TextModel<M> {
             .position(|&t| t == self.eos)
             .unwrap_or(region.len());
         let full = self.tokenizer.decode(&region[..end])?;
-        let cut = self
-            .stop
-            .iter()
-            .filter(|s| !s.is_empty())
-            .filter_map(|s| full.find(s.as_str()))
-            .min();
-        Ok(match cut {
-            None => (full, end as u64),
-            Some(at) => {
-                let text = full[..at].to_string();
-                let count = self.tokenizer.encode(&text)?.len().min(end);
-                (text, count as u64)
-            }
-        })
+        let text = dlm_plugin_api::completion::cut_at_first_stop(&full, &self.stop);
+        if text.len() == full.len() {
+            return Ok((full, end as u64));
+        }
+        let text = text.to_string();
+        let count = self.tokenizer.encode(&text)?.len().min(end);
+        Ok((text, count as u64))
     }
 }
 
@@ -250,7 +242,7 @@ impl<M: Model> Model for TextModel<M> {
         };
         let (sequences, reply) = self.model.generate(&inner)?;
         if sequences.len() != prompts.len() || reply.samples.len() != prompts.len() {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_data(format!(
                 "the model returned {} sequences and {} statistics for a batch of {}",
                 sequences.len(),
                 reply.samples.len(),
@@ -299,7 +291,7 @@ impl<M: Model> Model for TextModel<M> {
 
 impl<M: Model> TextModel<M> {
     fn no_training(&self) -> PluginError {
-        PluginError(format!(
+        PluginError::unsupported(format!(
             "a model with its own tokenizer ({}) cannot be trained by the harness, which trains on a task's own vocabulary only; train it elsewhere and load its weights",
             self.tokenizer.path().display()
         ))

@@ -14,11 +14,13 @@ use crate::results::{write_atomic, CellRecord, CellStatus, Manifest, RunDir, Sam
 use crate::results::{REPORT, SUMMARY};
 use crate::suite::CellSpec;
 use anyhow::{Context, Result};
+use dlm_plugin_api::ErrorKind;
 use minijinja::{context, Environment};
 use serde::Serialize;
 
 pub mod svg;
 mod task;
+pub mod theory_view;
 mod training_table;
 mod verdict;
 
@@ -138,11 +140,52 @@ fn render(
             manifest => manifest,
             report => report,
             failed => failed,
+            failed_groups => failure_groups(&failed),
             training => training,
             total => summary.len(),
             ok => summary.len() - failed.len(),
         })
         .context("cannot render the report")
+}
+
+/// Failed cells grouped by what the user has to do, in [`ErrorKind::ALL`]'s order, then the
+/// cells whose worker itself failed (a crash, a timeout, a limit); empty groups left out.
+fn failure_groups<'a>(failed: &[&'a CellSummary]) -> Vec<serde_json::Value> {
+    let group = |kind: Option<ErrorKind>| -> Vec<&'a CellSummary> {
+        failed
+            .iter()
+            .copied()
+            .filter(|s| s.error_kind == kind)
+            .collect()
+    };
+    let mut groups: Vec<(String, String, Vec<&CellSummary>)> = ErrorKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let advice = match kind {
+                ErrorKind::BadConfig => "fix the suite: the cause names the key",
+                ErrorKind::BadData => "fix or replace the file or checkpoint the cause names",
+                ErrorKind::Unsupported => "the component cannot do this: pick another one",
+                _ => "a bug in a plugin or in dlm-bench: please report it with the cause",
+            };
+            (
+                kind.label().to_string(),
+                advice.to_string(),
+                group(Some(kind)),
+            )
+        })
+        .collect();
+    groups.push((
+        "not run, or the worker failed".into(),
+        "the plugin could not be loaded or the model not trained, or the worker crashed, timed out or exceeded a limit: the cause says which".into(),
+        group(None),
+    ));
+    groups
+        .into_iter()
+        .filter(|(_, _, cells)| !cells.is_empty())
+        .map(|(label, advice, cells)| {
+            serde_json::json!({"label": label, "advice": advice, "cells": cells})
+        })
+        .collect()
 }
 
 /// Everything the template shows beyond the manifest and the summary rows.
@@ -155,7 +198,7 @@ pub struct Report {
     /// The paper's theorems checked on the run's oracle cells (`theory::analyse`), if it has
     /// the cells for them; `theory_view` is what the page shows of it.
     pub theory: Option<crate::theory::TheoryReport>,
-    pub theory_view: Option<crate::theory_view::TheoryView>,
+    pub theory_view: Option<theory_view::TheoryView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -270,7 +313,9 @@ impl Report {
             "theory": self.theory,
             "tasks": tasks,
             "failed": summary.iter().filter(|s| s.status == CellStatus::Failed)
-                .map(|s| serde_json::json!({"key": s.key, "unit": s.unit, "cause": s.cause}))
+                .map(|s| serde_json::json!({
+                    "key": s.key, "unit": s.unit, "cause": s.cause, "error_kind": s.error_kind,
+                }))
                 .collect::<Vec<_>>(),
             "cells": summary,
         })
@@ -358,7 +403,7 @@ pub fn build(
         tasks,
         verdicts,
         legend: run.legend,
-        theory_view: theory.as_ref().map(crate::theory_view::view),
+        theory_view: theory.as_ref().map(theory_view::view),
         theory,
     }
 }

@@ -3,20 +3,24 @@
 //!
 //! # Which cells count
 //!
-//! A theorem check is declared by the suite through its **task configurations**, never by task
-//! names. A cell enters a check when all of these hold:
+//! A theorem check is declared by the **task**, never inferred by the harness from plugin,
+//! component or configuration names: a task's description lists the checks it is an instance
+//! of ([`TheoremCheck`] in `TaskDescription::theorem_checks`, with their constants). A cell
+//! enters a check when all of these hold:
 //!
-//! * its task comes from the `dlm-formal` plugin and its configuration is one of
-//!   * Theorem 4.2 (TER): `task: ngram` with full support, i.e. `variant` absent or `ter` and no
-//!     positive `threshold`;
-//!   * Theorem 4.4 (SER), *primary*: `task: interval` (the theorem's worst case) or `task: hmm`
-//!     with `variant: sparse` (an HMM whose support density is below 1);
+//! * its task declares the check:
+//!   * Theorem 4.2 (TER): [`TheoremCheck::TerIndependentOfLength`] (dlm-formal: an n-gram
+//!     language with full support);
+//!   * Theorem 4.4 (SER), *primary*: [`TheoremCheck::SerStepsLinearInLength`] with `primary`
+//!     (dlm-formal: the interval language, which also gives its exact closed form, and the
+//!     sparse HMM);
 //!   * Theorem 4.4, *supplementary* (measured and shown, not part of the theorem's verdict):
-//!     `task: ngram` with `variant: ser` or a positive `threshold`;
-//! * its model is the exact denoiser `oracle` of `dlm-formal` (the theorems bound the error
-//!   that parallel sampling adds; only the exact oracle isolates it from training error);
-//! * its sampler is `ddpm` or `ddpm_cache` (MDLM ancestral sampling, which the theorems
-//!   analyse; both draw the same distribution) without `params`;
+//!     the same check without `primary` (dlm-formal: a pruned n-gram);
+//! * its model has the `oracle` capability, i.e. it is the task's exact denoiser (the theorems
+//!   bound the error that parallel sampling adds; only the exact denoiser isolates it from
+//!   training error);
+//! * its sampler is a diffusion sampler (not one step per token, as the model's plugin
+//!   describes it) run without `params`: MDLM ancestral sampling as the theorems analyse it;
 //! * it finished (`status: ok`).
 //!
 //! Cells are grouped by (task, model, sampler, schedule, seed). A run gets a theorem section
@@ -72,13 +76,12 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::metrics::CellSummary;
 use crate::results::{CellRecord, CellStatus};
 pub use crate::stats::LinearFit;
 use crate::stats::{fit_line, Z95};
-use crate::suite::PluginRef;
+use dlm_plugin_api::TheoremCheck;
 
 mod ser;
 mod ter;
@@ -287,72 +290,52 @@ pub struct StepsNeeded {
 // ---------------------------------------------------------------------------------------------
 // Selection.
 
+/// A task's role in the checks, from the [`TheoremCheck`] it declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    NgramTer,
-    NgramSer,
-    Interval,
-    SparseHmm,
+    /// Theorem 4.2's TER check.
+    Ter,
+    /// Theorem 4.4, measured beside the verdict.
+    SerSupplementary,
+    /// Theorem 4.4, a worst case with an exact closed form for the oracle's SER.
+    SerClosedForm,
+    /// Theorem 4.4, a worst case without a closed form.
+    SerPrimary,
 }
 
 impl Kind {
     fn name(self) -> &'static str {
         match self {
-            Kind::NgramTer => "ngram_ter",
-            Kind::NgramSer => "ngram_ser",
-            Kind::Interval => "interval",
-            Kind::SparseHmm => "sparse_hmm",
+            Kind::Ter => "ter",
+            Kind::SerSupplementary => "ser_supplementary",
+            Kind::SerClosedForm => "ser_closed_form",
+            Kind::SerPrimary => "ser_primary",
         }
     }
 }
 
-const FORMAL_PLUGIN: &str = "dlm-formal";
-
-fn from_formal(plugin: &PluginRef, loaded: Option<&str>) -> bool {
-    match loaded {
-        Some(name) => name == FORMAL_PLUGIN,
-        None => matches!(plugin, PluginRef::Crate(c) if c == FORMAL_PLUGIN),
-    }
-}
-
-/// The theorem role of a task, from its configuration (module docs, "Which cells count").
+/// The theorem role the cell's task declares (module docs, "Which cells count").
 fn task_kind(cell: &CellRecord) -> Option<Kind> {
-    let task = &cell.cell.task;
-    if !from_formal(
-        &task.plugin,
-        cell.task_plugin.as_ref().map(|p| p.name.as_str()),
-    ) {
-        return None;
-    }
-    let cfg = &task.config;
-    let variant = cfg.get("variant").and_then(Value::as_str);
-    let threshold = cfg.get("threshold").and_then(Value::as_f64);
-    match task.component.as_str() {
-        "interval" => Some(Kind::Interval),
-        "hmm" if variant == Some("sparse") => Some(Kind::SparseHmm),
-        "ngram" => match (variant, threshold) {
-            (_, Some(t)) if t > 0.0 => Some(Kind::NgramSer),
-            (Some("ser"), _) => Some(Kind::NgramSer),
-            (None | Some("ter"), _) => Some(Kind::NgramTer),
-            _ => None,
-        },
+    let checks = &cell.task_description.as_ref()?.theorem_checks;
+    checks.iter().find_map(|check| match check {
+        TheoremCheck::TerIndependentOfLength => Some(Kind::Ter),
+        TheoremCheck::SerStepsLinearInLength { primary: false, .. } => Some(Kind::SerSupplementary),
+        TheoremCheck::SerStepsLinearInLength {
+            closed_form: Some(_),
+            ..
+        } => Some(Kind::SerClosedForm),
+        TheoremCheck::SerStepsLinearInLength { .. } => Some(Kind::SerPrimary),
+        // A check this harness does not know yet (a newer plugin API).
         _ => None,
-    }
+    })
 }
 
 fn qualifies(cell: &CellRecord) -> bool {
-    let Some(model) = &cell.cell.model else {
-        return false;
-    };
     let Some(sampler) = &cell.cell.sampler else {
         return false;
     };
     cell.status == CellStatus::Ok
-        && model.component == "oracle"
-        && from_formal(
-            &model.plugin,
-            cell.model_plugin.as_ref().map(|p| p.name.as_str()),
-        )
+        && cell.model_exact
         // A diffusion sampler (not one token per step, as the plugin describes it) with its
         // default rule: each sampler gets its own fits.
         && !cell.one_step_per_token
@@ -445,11 +428,15 @@ fn label_of(obs: &[Obs]) -> String {
 /// Both theorem checks of a run, or `None` when it has no theorem task at two or more lengths
 /// (module docs).
 pub fn analyse(cells: &[CellRecord], summary: &[CellSummary]) -> Option<TheoryReport> {
-    let ter = groups(cells, summary, &[Kind::NgramTer]);
+    let ter = groups(cells, summary, &[Kind::Ter]);
     let ser = groups(
         cells,
         summary,
-        &[Kind::Interval, Kind::SparseHmm, Kind::NgramSer],
+        &[
+            Kind::SerClosedForm,
+            Kind::SerPrimary,
+            Kind::SerSupplementary,
+        ],
     );
     if ter.is_empty() && ser.is_empty() {
         return None;

@@ -42,19 +42,32 @@ pub(super) fn theorem_4_4(groups: &[(Kind, Vec<Obs>)]) -> Theorem44 {
     }
 }
 
-/// The interval language's closed form from its task description:
-/// `(violation probability p_v, complete intervals ⌊L/k⌋)`.
+/// The closed form the task declares (the interval language's):
+/// `(violation probability p_v, complete intervals ⌊L/k⌋)`, valid for the log-linear schedule.
 fn interval_params(o: &Obs) -> Option<(f64, usize)> {
-    let d = &o.cell.task_description.as_ref()?.details;
-    let p = d.get("violation_probability")?.as_f64()?;
-    let n = d.get("complete_intervals")?.as_u64()? as usize;
+    let closed_form = o
+        .cell
+        .task_description
+        .as_ref()?
+        .theorem_checks
+        .iter()
+        .find_map(|c| match c {
+            TheoremCheck::SerStepsLinearInLength {
+                closed_form: Some(f),
+                ..
+            } => Some(*f),
+            _ => None,
+        })?;
     let schedule_ok = o
         .cell
         .cell
         .sampler
         .as_ref()
         .is_some_and(|s| s.schedule.as_deref().is_none_or(|x| x == "loglinear"));
-    schedule_ok.then_some((p, n))
+    schedule_ok.then_some((
+        closed_form.violation_probability,
+        closed_form.complete_intervals,
+    ))
 }
 
 /// Exact SER of the exact oracle on the interval language with `steps` log-linear steps.
@@ -81,7 +94,7 @@ pub fn interval_exact_steps(violation: f64, intervals: usize, target: f64) -> us
 
 fn ser_task(kind: Kind, obs: &[Obs]) -> SerTask {
     let first = &obs[0];
-    let role = if kind == Kind::NgramSer {
+    let role = if kind == Kind::SerSupplementary {
         SerRole::Supplementary
     } else {
         SerRole::Primary
@@ -110,7 +123,7 @@ fn ser_task(kind: Kind, obs: &[Obs]) -> SerTask {
         .as_ref()
         .map(|se| se.iter().zip(&y).map(|(s, v)| s / v).collect());
     let power_fit = fit_line(&lx, &ly, lse.as_deref(), 0.95);
-    let exact_fit = if kind == Kind::Interval && !exact_by_length.is_empty() {
+    let exact_fit = if kind == Kind::SerClosedForm && !exact_by_length.is_empty() {
         let ex: Vec<f64> = steps_needed
             .iter()
             .filter(|s| s.exact_steps.is_some())
@@ -157,7 +170,7 @@ fn ser_points(kind: Kind, obs: &[Obs]) -> (Vec<SerPoint>, BTreeMap<usize, (f64, 
         .iter()
         .filter_map(|o| {
             let ser = o.summary.ser?;
-            let exact = if kind == Kind::Interval {
+            let exact = if kind == Kind::SerClosedForm {
                 interval_params(o)
             } else {
                 None

@@ -86,6 +86,7 @@ pub(super) fn run_cell(
         task_plugin: plugin_id(&task_plugin),
         model_plugin: generated.model.as_ref().map(|m| m.plugin_id.clone()),
         model_autoregressive: generated.model.as_ref().is_some_and(|m| m.autoregressive),
+        model_exact: generated.model.as_ref().is_some_and(|m| m.exact),
         one_step_per_token: generated.one_step_per_token,
         samples,
         batches: generated.batches,
@@ -247,21 +248,25 @@ pub(super) fn check_sequences(
     vocab: u32,
     from: &str,
 ) -> Result<()> {
+    let bad = |message: String| Err(BadReply(message).into());
     if seqs.len() != n {
-        anyhow::bail!("{from} returned {} sequences, expected {n}", seqs.len());
+        return bad(format!(
+            "{from} returned {} sequences, expected {n}",
+            seqs.len()
+        ));
     }
     for (i, s) in seqs.iter().enumerate() {
         if s.len() != length {
-            anyhow::bail!(
+            return bad(format!(
                 "{from}: sequence {i} has {} tokens, expected {length}",
                 s.len()
-            );
+            ));
         }
         if let Some(pos) = s.iter().position(|&t| t >= vocab) {
-            anyhow::bail!(
+            return bad(format!(
                 "{from}: sequence {i} holds token id {} at position {pos}, outside the task's vocabulary 0..{vocab} (a mask left in the output?)",
                 s[pos]
-            );
+            ));
         }
     }
     Ok(())

@@ -8,11 +8,11 @@ use crate::suite::{CellSpec, ComponentSpec, MemoryLimit, TrainSpec};
 use anyhow::{Context, Result};
 use dlm_plugin_api::abi::Instance;
 use dlm_plugin_api::{
-    method, Better, ComponentInfo, ComponentKind, DescribeTaskRequest, EvaluateReply,
-    EvaluateRequest, GenerateReply, GenerateRequest, LoadedPlugin, MetricDecl, MetricKind,
-    ModelOpenConfig, PluginDescriptor, SampleReferenceRequest, SampleScore, SaveReply, SaveRequest,
-    ScoreReply, TaskBinding, TaskDescription, TokenBatch, TrainSettings, TrainStepReply,
-    TrainStepRequest, TrainedCheckpoint,
+    method, Better, CallError, ComponentInfo, ComponentKind, DescribeTaskRequest, ErrorKind,
+    EvaluateReply, EvaluateRequest, GenerateReply, GenerateRequest, LoadedPlugin, MetricDecl,
+    MetricKind, ModelOpenConfig, PluginDescriptor, SampleReferenceRequest, SampleScore, SaveReply,
+    SaveRequest, ScoreReply, TaskBinding, TaskDescription, TokenBatch, TrainSettings,
+    TrainStepReply, TrainStepRequest, TrainedCheckpoint,
 };
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -136,6 +136,9 @@ pub struct CellOutput {
     pub task_plugin: PluginId,
     pub model_plugin: Option<PluginId>,
     pub model_autoregressive: bool,
+    /// The model has the `oracle` capability (the task's exact denoiser).
+    #[serde(default)]
+    pub model_exact: bool,
     /// The cell's sampler decodes one token per step (its descriptor's `sampler_info`).
     #[serde(default)]
     pub one_step_per_token: bool,
@@ -167,6 +170,10 @@ pub enum Event {
     },
     Failed {
         message: String,
+        /// The plugin's classification of the error that ended the job, when a plugin call
+        /// failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<ErrorKind>,
     },
 }
 
@@ -233,12 +240,32 @@ pub fn worker_main(job_path: &Path, events_path: &Path) -> Result<i32> {
             Ok(0)
         }
         Err(e) => {
+            let kind = error_kind(&e);
             events.emit(&Event::Failed {
                 message: format!("{e:#}"),
+                kind,
             })?;
             Ok(1)
         }
     }
+}
+
+/// A plugin's reply that breaks the protocol (wrong shape, ids outside the vocabulary): the
+/// harness's own check of a model's output, which counts as bad data.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct BadReply(pub String);
+
+/// The kind of the error that ended a job: the failed plugin call's own classification, bad
+/// data for a reply the harness refused, `None` for anything else.
+fn error_kind(e: &anyhow::Error) -> Option<ErrorKind> {
+    e.chain().find_map(|cause| {
+        if let Some(call) = cause.downcast_ref::<CallError>() {
+            Some(call.kind)
+        } else {
+            cause.downcast_ref::<BadReply>().map(|_| ErrorKind::BadData)
+        }
+    })
 }
 
 fn call<Req: Serialize, Rep: for<'de> Deserialize<'de>>(
@@ -317,6 +344,7 @@ pub(super) struct OpenedModel {
 pub(super) struct OpenedModelInfo {
     pub plugin_id: PluginId,
     pub autoregressive: bool,
+    pub exact: bool,
 }
 
 impl OpenedModel {
@@ -324,6 +352,7 @@ impl OpenedModel {
         OpenedModelInfo {
             plugin_id: plugin_id(&self.plugin),
             autoregressive: self.info.has("autoregressive"),
+            exact: self.info.has("oracle"),
         }
     }
 }

@@ -18,8 +18,9 @@ pub enum Outcome {
     Finished(Box<CellOutput>),
     Trained(Box<TrainOutput>),
     /// The job failed; the cause says why (plugin error, crash signal, timeout, memory or
-    /// output limit) and quotes the end of the worker's log.
-    Failed(String),
+    /// output limit) and quotes the end of the worker's log. The kind is the plugin's own
+    /// classification of its error; `None` when the worker itself failed (crash, limits).
+    Failed(String, Option<ErrorKind>),
 }
 
 /// The most a worker's stdout and stderr together may write to its log: past it the worker is
@@ -342,11 +343,15 @@ fn cut_log(log: &std::fs::File, path: &Path, limit: u64) {
 /// The job's outcome from how the worker ended and the last event it wrote.
 fn outcome_of(ended: Ended, last: Option<Event>, limits: &Limits, tail: &str) -> Outcome {
     match (ended, last) {
-        (Ended::TimedOut, _) => Outcome::Failed(format!(
-            "timed out after {:.0} s (the limit `timeout_seconds`); worker killed{tail}",
-            limits.timeout.as_secs_f64()
-        )),
-        (Ended::Memory(used), _) => Outcome::Failed(format!(
+        (Ended::TimedOut, _) => Outcome::Failed(
+            format!(
+                "timed out after {:.0} s (the limit `timeout_seconds`); worker killed{tail}",
+                limits.timeout.as_secs_f64()
+            ),
+            None,
+        ),
+        (Ended::Memory(used), _) => Outcome::Failed(
+            format!(
             "memory limit ({}, {}) exceeded: the worker and its child processes reached {} resident; worker killed{tail}",
             format_bytes(limits.memory.unwrap_or_default()),
             if limits.memory_from_suite {
@@ -355,19 +360,24 @@ fn outcome_of(ended: Ended, last: Option<Event>, limits: &Limits, tail: &str) ->
                 "the default `memory_limit`, min(16 GiB, 3/4 of physical memory)"
             },
             format_bytes(used)
-        )),
-        (Ended::Output, _) => Outcome::Failed(format!(
-            "output limit ({} of log) exceeded: the worker wrote more than that to stdout and stderr; worker killed and its log cut at the limit{tail}",
-            format_bytes(limits.output)
-        )),
+            ),
+            None,
+        ),
+        (Ended::Output, _) => Outcome::Failed(
+            format!(
+                "output limit ({} of log) exceeded: the worker wrote more than that to stdout and stderr; worker killed and its log cut at the limit{tail}",
+                format_bytes(limits.output)
+            ),
+            None,
+        ),
         (Ended::Exited(_), Some(Event::Described { descriptor })) => {
             Outcome::Described(descriptor)
         }
         (Ended::Exited(_), Some(Event::Finished { output })) => Outcome::Finished(output),
         (Ended::Exited(_), Some(Event::Trained { output })) => Outcome::Trained(output),
-        (Ended::Exited(_), Some(Event::Failed { message })) => Outcome::Failed(message),
+        (Ended::Exited(_), Some(Event::Failed { message, kind })) => Outcome::Failed(message, kind),
         (Ended::Exited(status), _) => {
-            Outcome::Failed(format!("worker {}{tail}", describe_exit(status)))
+            Outcome::Failed(format!("worker {}{tail}", describe_exit(status)), None)
         }
     }
 }

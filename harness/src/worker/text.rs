@@ -16,20 +16,18 @@ pub(super) const MASK_MARK: &str = "\u{2591}";
 /// empty or half-masked output is never mistaken for a wrong answer.
 pub(super) fn guard_metrics() -> Vec<MetricDecl> {
     vec![
-        MetricDecl {
-            name: "empty_completion".into(),
-            label: "empty completion".into(),
-            kind: MetricKind::Rate,
-            better: Better::Lower,
-            digits: 3,
-        },
-        MetricDecl {
-            name: "masked_completion".into(),
-            label: "completion with masks left".into(),
-            kind: MetricKind::Rate,
-            better: Better::Lower,
-            digits: 3,
-        },
+        MetricDecl::new(
+            "empty_completion",
+            "empty completion",
+            MetricKind::Rate,
+            Better::Lower,
+        ),
+        MetricDecl::new(
+            "masked_completion",
+            "completion with masks left",
+            MetricKind::Rate,
+            Better::Lower,
+        ),
     ]
 }
 
@@ -208,16 +206,10 @@ impl Codec {
     }
 }
 
-/// Cut a completion before the first stop string it contains.
+/// Cut a completion before the first stop string it contains (the protocol's rule, which the
+/// SDK's `TextModel` applies too).
 pub(super) fn cut_at_stop<'t>(text: &'t str, info: &TextTaskInfo) -> &'t str {
-    let end = info
-        .stop
-        .iter()
-        .filter(|s| !s.is_empty())
-        .filter_map(|s| text.find(s.as_str()))
-        .min()
-        .unwrap_or(text.len());
-    &text[..end]
+    dlm_plugin_api::completion::cut_at_first_stop(text, &info.stop)
 }
 
 /// One completion: its tokens (the generated region), text, whether masks were left, and its
@@ -309,6 +301,7 @@ pub(super) fn run_text_cell(
         task_plugin: plugin_id(&task_plugin),
         model_plugin: model.map(|(m, _)| m.summary().plugin_id),
         model_autoregressive: model.is_some_and(|(m, _)| m.summary().autoregressive),
+        model_exact: model.is_some_and(|(m, _)| m.summary().exact),
         one_step_per_token: model.is_some_and(|(m, s)| {
             m.info
                 .sampler_info
@@ -472,26 +465,15 @@ mod tests {
     use super::*;
 
     fn description(pieces: &[&str]) -> TaskDescription {
-        TaskDescription {
-            label: "t".into(),
-            vocab_size: pieces.len() + 1,
-            mask_id: pieces.len() as u32 + 1,
-            length: 16,
-            entropy_nats: None,
-            entropy_exact: false,
-            entropy_std_error: 0.0,
-            optimal_ter: None,
-            support_log10_density: None,
-            details: serde_json::Value::Null,
-            metrics: Vec::new(),
-            text: Some(TextTaskInfo {
-                vocabulary: Some(pieces.iter().map(|p| p.to_string()).collect()),
-                eos_id: Some(pieces.len() as u32),
-                stop: vec!["\n\n".into()],
-                prompts: None,
-                prompt_ids: None,
-            }),
-        }
+        let mut d = TaskDescription::new("t", pieces.len() + 1, 16);
+        d.mask_id = pieces.len() as u32 + 1;
+        d.text = Some({
+            let mut text = TextTaskInfo::new(vec!["\n\n".into()]);
+            text.vocabulary = Some(pieces.iter().map(|p| p.to_string()).collect());
+            text.eos_id = Some(pieces.len() as u32);
+            text
+        });
+        d
     }
 
     #[test]

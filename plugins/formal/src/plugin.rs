@@ -54,8 +54,9 @@ use crate::file::{self, FileKind};
 use crate::language::{Language, LanguageError, SequenceScore, SparseHmm};
 use dlm_sdk::sampler::sample_rng;
 use dlm_sdk::{
-    denoiser_component, ComponentInfo, Denoiser, DenoiserModel, Model, ModelOpenConfig, Plugin,
-    PluginError, Result, SampleReferenceRequest, SampleScore, Task, TaskDescription,
+    denoiser_component, ComponentInfo, Denoiser, DenoiserModel, IntervalSer, Model,
+    ModelOpenConfig, Plugin, PluginError, Result, SampleReferenceRequest, SampleScore, Task,
+    TaskDescription, TheoremCheck,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -138,8 +139,9 @@ fn table1_defaults(task: &str, order: Option<usize>) -> (f64, Option<f64>) {
     }
 }
 
+/// A language's parameters are the task's configuration, so their errors are configuration errors.
 fn lang_err(e: LanguageError) -> PluginError {
-    PluginError(e.to_string())
+    PluginError::bad_config(e.to_string())
 }
 
 /// A task's language with everything the task and the oracle need besides it.
@@ -157,6 +159,44 @@ pub struct BuiltLanguage {
     pub details: serde_json::Value,
     /// For a `file` task: the path and the content hash the language was read with.
     pub file: Option<(String, String)>,
+    /// `ter`, `ser` or `sparse` for the random languages; `None` for the others.
+    pub variant: Option<&'static str>,
+}
+
+/// Which of the paper's theorem checks a task is an instance of (see [`TheoremCheck`]):
+/// * Theorem 4.2 (TER independent of L): an `ngram` language with full support (TER variant);
+/// * Theorem 4.4 (SER steps linear in L), as one of its worst cases: the `interval` language
+///   (with its exact closed form) and the sparse `hmm`;
+/// * Theorem 4.4, measured beside the verdict: a pruned `ngram` (SER variant).
+///
+/// The dense `hmm` and `file` languages are instances of neither.
+fn theorem_checks(
+    task: &str,
+    variant: &Option<&'static str>,
+    language: &Language,
+    length: usize,
+) -> Vec<TheoremCheck> {
+    let ser =
+        |primary: bool, closed_form: Option<IntervalSer>| TheoremCheck::SerStepsLinearInLength {
+            primary,
+            closed_form,
+        };
+    match (task, *variant) {
+        ("ngram", Some("ter")) => vec![TheoremCheck::TerIndependentOfLength],
+        ("ngram", Some("ser")) => vec![ser(false, None)],
+        ("hmm", Some("sparse")) => vec![ser(true, None)],
+        ("interval", _) => {
+            let closed_form = language
+                .interval_violation_probability()
+                .zip(language.interval_length())
+                .map(|(violation_probability, k)| IntervalSer {
+                    violation_probability,
+                    complete_intervals: length / k,
+                });
+            vec![ser(true, closed_form)]
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn parse_config<T: serde::de::DeserializeOwned>(
@@ -169,7 +209,7 @@ fn parse_config<T: serde::de::DeserializeOwned>(
         config.clone()
     };
     serde_json::from_value(value)
-        .map_err(|e| PluginError(format!("invalid `{task}` task config: {e}")))
+        .map_err(|e| PluginError::bad_config(format!("invalid `{task}` task config: {e}")))
 }
 
 /// Build the language a task component and its configuration describe.
@@ -178,7 +218,7 @@ pub fn build_language(task: &str, config: &serde_json::Value) -> Result<BuiltLan
         "ngram" | "hmm" => build_random(task, parse_config(task, config)?),
         "file" => build_file(parse_config(task, config)?),
         "interval" => build_interval(parse_config(task, config)?),
-        other => Err(PluginError(format!(
+        other => Err(PluginError::bad_config(format!(
             "plugin `{PLUGIN_NAME}` has no task `{other}`; tasks: {}",
             TASKS.join(", ")
         ))),
@@ -189,7 +229,7 @@ fn build_random(task: &str, cfg: LanguageConfig) -> Result<BuiltLanguage> {
     let vocab = cfg.vocab.unwrap_or(8);
     let sparse = cfg.variant == VariantName::Sparse;
     if sparse && task != "hmm" {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "`variant: sparse` exists only for the `hmm` task (sparse transitions between hidden \
              states); the `{task}` task has variants ter and ser"
         )));
@@ -199,7 +239,7 @@ fn build_random(task: &str, cfg: LanguageConfig) -> Result<BuiltLanguage> {
         ("emission_threshold", cfg.emission_threshold.is_some()),
     ] {
         if set && !sparse {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "`{key}` applies only to `variant: sparse` of the `hmm` task; add \
                  `variant: sparse` or remove `{key}`"
             )));
@@ -211,7 +251,7 @@ fn build_random(task: &str, cfg: LanguageConfig) -> Result<BuiltLanguage> {
         (Some(t), _) => t,
         (None, VariantName::Ter) => 0.0,
         (None, VariantName::Ser | VariantName::Sparse) => default_threshold.ok_or_else(|| {
-            PluginError(format!(
+            PluginError::bad_config(format!(
                 "Table 1 gives no SER threshold for a {}-gram; set `threshold` in the task config",
                 cfg.order.unwrap_or(0)
             ))
@@ -233,7 +273,9 @@ fn build_random(task: &str, cfg: LanguageConfig) -> Result<BuiltLanguage> {
         match (task, sparse) {
             ("ngram", _) => {
                 let order = cfg.order.ok_or_else(|| {
-                    PluginError("the `ngram` task needs `order` (2, 3, 4, …) in its config".into())
+                    PluginError::bad_config(
+                        "the `ngram` task needs `order` (2, 3, 4, …) in its config",
+                    )
                 })?;
                 Language::ngram(order, vocab, temperature, threshold, cfg.seed).map_err(lang_err)
             }
@@ -289,20 +331,21 @@ fn build_random(task: &str, cfg: LanguageConfig) -> Result<BuiltLanguage> {
         language,
         fallback,
         file: None,
+        variant: Some(variant),
     })
 }
 
 fn build_file(cfg: FileConfig) -> Result<BuiltLanguage> {
     let smoothing = cfg.smoothing.unwrap_or(DEFAULT_FILE_SMOOTHING);
     if !(smoothing > 0.0 && smoothing <= 1.0) {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "`smoothing` must be in (0, 1] (got {smoothing}); the default is {DEFAULT_FILE_SMOOTHING}"
         )));
     }
-    let f = file::load(&cfg.path).map_err(|e| PluginError(e.0))?;
-    let in_file = |e: LanguageError| PluginError(format!("{}: {e}", cfg.path));
+    let f = file::load(&cfg.path).map_err(|e| PluginError::bad_data(e.0))?;
+    let in_file = |e: LanguageError| PluginError::bad_data(format!("{}: {e}", cfg.path));
     if cfg.variant == Some(VariantName::Sparse) {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "`variant: sparse` exists only for the `hmm` task; a `file` task ({}) has variants \
              ser (the tables as written) and ter (smoothed)",
             cfg.path
@@ -347,6 +390,7 @@ fn build_file(cfg: FileConfig) -> Result<BuiltLanguage> {
         language,
         fallback,
         file: Some((f.path, f.content_hash)),
+        variant: None,
     })
 }
 
@@ -371,17 +415,20 @@ fn build_interval(cfg: IntervalConfig) -> Result<BuiltLanguage> {
         language,
         fallback,
         file: None,
+        variant: None,
     })
 }
 
 fn to_sample_score(s: SequenceScore) -> SampleScore {
-    SampleScore {
-        log_q: s.log_prob.is_finite().then_some(s.log_prob),
-        in_support: s.in_support,
-        first_invalid: s.first_invalid,
-        invalid_transitions: s.invalid_transitions,
-        extra: BTreeMap::new(),
-    }
+    let mut score = if s.log_prob.is_finite() {
+        SampleScore::valid(s.log_prob)
+    } else {
+        SampleScore::invalid()
+    };
+    score.in_support = s.in_support;
+    score.first_invalid = s.first_invalid;
+    score.invalid_transitions = s.invalid_transitions;
+    score
 }
 
 /// A formal-language task.
@@ -413,7 +460,7 @@ impl Task for LanguageTask {
         }
         let l = &self.built.language;
         let in_context = |e: LanguageError| match &self.built.file {
-            Some((path, _)) => PluginError(format!("{path}: {e}")),
+            Some((path, _)) => PluginError::bad_data(format!("{path}: {e}")),
             None => lang_err(e),
         };
         let entropy = l.entropy(length).map_err(in_context)?;
@@ -423,7 +470,7 @@ impl Task for LanguageTask {
                 Some((path, _)) => format!("the language of {path}"),
                 None => format!("the `{}` language", self.task),
             };
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "{what} has no sequence of length {length} with positive probability (empty \
                  support); check its tables"
             )));
@@ -455,20 +502,15 @@ impl Task for LanguageTask {
                 );
             }
         }
-        let d = TaskDescription {
-            label: self.built.label.clone(),
-            vocab_size: l.vocab(),
-            mask_id: l.mask_id(),
-            length,
-            entropy_nats: Some(entropy.nats),
-            entropy_exact: entropy.exact,
-            entropy_std_error: entropy.std_error,
-            optimal_ter: Some((entropy.nats / length as f64).exp()),
-            support_log10_density: Some(support),
-            details,
-            metrics: Vec::new(),
-            text: None,
-        };
+        let mut d = TaskDescription::new(self.built.label.clone(), l.vocab(), length);
+        d.mask_id = l.mask_id();
+        d.entropy_nats = Some(entropy.nats);
+        d.entropy_exact = entropy.exact;
+        d.entropy_std_error = entropy.std_error;
+        d.optimal_ter = Some((entropy.nats / length as f64).exp());
+        d.support_log10_density = Some(support);
+        d.details = details;
+        d.theorem_checks = theorem_checks(&self.task, &self.built.variant, l, length);
         self.described.insert(length, d.clone());
         Ok(d)
     }
@@ -495,7 +537,7 @@ impl Task for LanguageTask {
                     .language
                     .score(x)
                     .map(to_sample_score)
-                    .map_err(|e| PluginError(format!("sequence {i}: {e}")))
+                    .map_err(|e| PluginError::bad_data(format!("sequence {i}: {e}")))
             })
             .collect()
     }
@@ -523,19 +565,19 @@ impl Oracle {
         // ignore (it would otherwise change the cell's identity and nothing else).
         if let Some(keys) = open.config.as_object().filter(|m| !m.is_empty()) {
             let keys: Vec<_> = keys.keys().map(|k| format!("`{k}`")).collect();
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "the `oracle` model takes no `config` (valid keys: none; it serves the exact language of its task, so configure the task), but got {}",
                 keys.join(", ")
             )));
         }
         if !open.config.is_null() && !open.config.is_object() {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "the `oracle` model takes no `config` (valid keys: none), but got `{}`",
                 open.config
             )));
         }
         if open.task.plugin != PLUGIN_NAME {
-            return Err(PluginError(format!(
+            return Err(PluginError::unsupported(format!(
                 "the `oracle` model knows only the languages of plugin `{PLUGIN_NAME}`, but this cell's task comes from `{}`",
                 open.task.plugin
             )));
@@ -545,7 +587,7 @@ impl Oracle {
             let described = open.task.description.details.get("content_hash");
             if let Some(described) = described.and_then(|h| h.as_str()) {
                 if described != hash {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::bad_data(format!(
                         "{path} changed since the task was described (content hash {described} \
                          then, {hash} now); the oracle must serve the same language as the task: \
                          leave the file alone during a run"
@@ -596,13 +638,13 @@ impl Denoiser for Oracle {
             }
             let row_tokens = &tokens[b * length..(b + 1) * length];
             let fallback = self.fallback.as_ref().ok_or_else(|| {
-                PluginError(format!(
+                PluginError::bad_data(format!(
                     "row {b}: unmasked tokens have probability 0 under a full-support language"
                 ))
             })?;
             fallback
                 .conditional_marginals(row_tokens, 1, length, row_out)
-                .map_err(|e| PluginError(format!("row {b}: {e}")))?;
+                .map_err(|e| PluginError::internal(format!("row {b}: {e}")))?;
         }
         Ok(())
     }
@@ -620,34 +662,28 @@ impl Plugin for FormalPlugin {
 
     fn tasks() -> Vec<ComponentInfo> {
         vec![
-            ComponentInfo {
-                name: "ngram".into(),
-                description: "n-gram language (config: order, variant ter|ser, seed, vocab, temperature, threshold)".into(),
-                capabilities: vec!["exact_log_prob".into(), "exact_entropy".into()],
-                samplers: vec![],
-                sampler_info: vec![],
-            },
-            ComponentInfo {
-                name: "hmm".into(),
-                description: "hidden Markov language (config: states, variant ter|ser|sparse, seed, vocab, temperature, threshold, max_successors, emission_threshold)".into(),
-                capabilities: vec!["exact_log_prob".into()],
-                samplers: vec![],
-                sampler_info: vec![],
-            },
-            ComponentInfo {
-                name: "file".into(),
-                description: "n-gram or HMM tables from a YAML/JSON file (config: path, variant ser|ter, smoothing)".into(),
-                capabilities: vec!["exact_log_prob".into()],
-                samplers: vec![],
-                sampler_info: vec![],
-            },
-            ComponentInfo {
-                name: "interval".into(),
-                description: "interval language of Theorem 4.4: first and last token of every interval agree in parity (config: interval, vocab, modulus)".into(),
-                capabilities: vec!["exact_log_prob".into(), "exact_entropy".into()],
-                samplers: vec![],
-                sampler_info: vec![],
-            },
+            ComponentInfo::new(
+                "ngram",
+                "n-gram language (config: order, variant ter|ser, seed, vocab, temperature, threshold)",
+            )
+            .with_capability("exact_log_prob")
+            .with_capability("exact_entropy"),
+            ComponentInfo::new(
+                "hmm",
+                "hidden Markov language (config: states, variant ter|ser|sparse, seed, vocab, temperature, threshold, max_successors, emission_threshold)",
+            )
+            .with_capability("exact_log_prob"),
+            ComponentInfo::new(
+                "file",
+                "n-gram or HMM tables from a YAML/JSON file (config: path, variant ser|ter, smoothing)",
+            )
+            .with_capability("exact_log_prob"),
+            ComponentInfo::new(
+                "interval",
+                "interval language of Theorem 4.4: first and last token of every interval agree in parity (config: interval, vocab, modulus)",
+            )
+            .with_capability("exact_log_prob")
+            .with_capability("exact_entropy"),
         ]
     }
 
@@ -668,7 +704,7 @@ impl Plugin for FormalPlugin {
     fn open_model(name: &str, open: ModelOpenConfig) -> Result<Box<dyn Model>> {
         match name {
             "oracle" => Ok(Box::new(DenoiserModel::new(Oracle::new(&open)?))),
-            other => Err(PluginError(format!(
+            other => Err(PluginError::bad_config(format!(
                 "plugin `{PLUGIN_NAME}` has no model `{other}`; models: oracle"
             ))),
         }

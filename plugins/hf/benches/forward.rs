@@ -3,8 +3,9 @@
 //!
 //! * `forward/{llada,dream}/1x512` — one forward pass at batch 1 × 512 tokens to logits on
 //!   the device (what `tools/hf-fixtures/make_fixtures.py` times for PyTorch on the same CPU);
-//! * `denoise/{llada,dream}/1x512` — one `Denoiser::denoise` call: the forward pass, the
-//!   softmax over the tokenizer's ids and the copy of the probabilities to the host as f64;
+//! * `denoise/{llada,dream}/1x512` — one host-path `Denoiser::denoise` call (the SDK's
+//!   `OnHost`): the forward pass, the softmax over the tokenizer's ids and the copy of the
+//!   probabilities to the host as f64;
 //! * `load/{llada,dream}` — opening the checkpoint folder (config, tokenizer, weights).
 //!
 //! Run: `cargo bench -p dlm-hf --bench forward`.
@@ -12,6 +13,7 @@
 use burn::tensor::{DType, Device};
 use criterion::{criterion_group, criterion_main, Criterion};
 use dlm_hf::Checkpoint;
+use dlm_sdk::sampler::device::OnHost;
 use dlm_sdk::Denoiser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,7 +38,7 @@ fn bench(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1));
     for arch in ["llada", "dream"] {
         let name = format!("{arch}-tiny");
-        let mut ckpt = open(&name);
+        let ckpt = open(&name);
         let vocab = ckpt.denoiser.vocab() as u32;
         // Every fourth position masked, the rest ordinary ids.
         let tokens: Vec<u32> = (0..LENGTH as u32)
@@ -51,12 +53,9 @@ fn bench(c: &mut Criterion) {
             })
         });
         let mut out = vec![0f64; LENGTH * vocab as usize];
+        let mut host = OnHost::new(ckpt.denoiser);
         group.bench_function(format!("denoise/{arch}/1x{LENGTH}"), |b| {
-            b.iter(|| {
-                ckpt.denoiser
-                    .denoise(&tokens, 1, LENGTH, 1.0, &mut out)
-                    .unwrap()
-            })
+            b.iter(|| host.denoise(&tokens, 1, LENGTH, 1.0, &mut out).unwrap())
         });
         group.bench_function(format!("load/{arch}"), |b| b.iter(|| open(&name)));
     }

@@ -1,5 +1,6 @@
-//! An autoregressive checkpoint (LLaMA, Qwen2) as the SDK's [`Autoregressive`] model, with a
-//! KV cache: each `next` call feeds one token per row and costs one incremental forward pass.
+//! An autoregressive checkpoint (LLaMA, Qwen2) as the SDK's
+//! [`Autoregressive`](dlm_sdk::sampler::Autoregressive) model, with a KV cache: each `next` call
+//! feeds one token per row and costs one incremental forward pass.
 //!
 //! The first call predicts position 0. LLaMA checkpoints condition it on their BOS token
 //! (`bos_token_id` in config.json: their tokenizers prepend it), fed at an extra position before
@@ -10,10 +11,8 @@
 
 use crate::error::{HfError, Result};
 use crate::model::{KvCache, Network};
-use burn::tensor::activation::softmax;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 use dlm_sdk::sampler::device::TensorAutoregressive;
-use dlm_sdk::sampler::Autoregressive;
 use dlm_sdk::PluginError;
 
 /// A causal checkpoint answering the SDK's `ar` sampler.
@@ -75,8 +74,9 @@ impl CheckpointGenerator {
 
 impl CheckpointGenerator {
     /// Append `appended` and return every row's next-token logits over the tokenizer's ids,
-    /// `[batch, vocab]`, in f32 on the device (the protocol of [`Autoregressive::next`]; a
-    /// checkpoint without a beginning-of-sequence token starts from the uniform distribution).
+    /// `[batch, vocab]`, in f32 on the device (the protocol of
+    /// [`Autoregressive::next`](dlm_sdk::sampler::Autoregressive::next); a checkpoint without a
+    /// beginning-of-sequence token starts from the uniform distribution).
     pub fn next_logits(&mut self, appended: Option<&[u32]>) -> dlm_sdk::Result<Tensor<2>> {
         let (batch, vocab) = (self.batch, self.vocab);
         let started = std::mem::replace(&mut self.started, true);
@@ -94,13 +94,13 @@ impl CheckpointGenerator {
             }
             (Some(tokens), true) => {
                 if tokens.len() != batch {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::internal(format!(
                         "{} appended tokens for a batch of {batch}",
                         tokens.len()
                     )));
                 }
                 if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::internal(format!(
                         "appended token {bad} is outside 0..{vocab}"
                     )));
                 }
@@ -111,31 +111,9 @@ impl CheckpointGenerator {
     }
 }
 
-/// The device path, which `ar-checkpoint` samples with.
+/// The device path, which `ar-checkpoint` samples with; the host path (the reference in tests)
+/// is the SDK's [`OnHost`](dlm_sdk::sampler::device::OnHost) over it.
 impl TensorAutoregressive for CheckpointGenerator {
-    fn vocab_size(&self) -> usize {
-        self.vocab
-    }
-
-    fn device(&self) -> String {
-        self.label.clone()
-    }
-
-    fn begin(&mut self, batch: usize, length: usize) -> dlm_sdk::Result<()> {
-        Autoregressive::begin(self, batch, length)
-    }
-
-    fn next_logits(&mut self, appended: Option<&[u32]>) -> dlm_sdk::Result<Tensor<2>> {
-        CheckpointGenerator::next_logits(self, appended)
-    }
-
-    fn synchronize(&mut self) {
-        Autoregressive::synchronize(self)
-    }
-}
-
-/// The host path: the reference for tests.
-impl Autoregressive for CheckpointGenerator {
     fn vocab_size(&self) -> usize {
         self.vocab
     }
@@ -153,23 +131,8 @@ impl Autoregressive for CheckpointGenerator {
         Ok(())
     }
 
-    fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> dlm_sdk::Result<()> {
-        let (batch, vocab) = (self.batch, self.vocab);
-        if out.len() != batch * vocab {
-            return Err(PluginError(format!(
-                "output buffer holds {} values, expected {}",
-                out.len(),
-                batch * vocab
-            )));
-        }
-        let probs = softmax(self.next_logits(appended)?, 1)
-            .into_data_as::<f32>()
-            .try_into_vec::<f32>()
-            .map_err(|e| PluginError(format!("reading the probabilities back: {e:?}")))?;
-        for (o, p) in out.iter_mut().zip(probs) {
-            *o = p as f64;
-        }
-        Ok(())
+    fn next_logits(&mut self, appended: Option<&[u32]>) -> dlm_sdk::Result<Tensor<2>> {
+        CheckpointGenerator::next_logits(self, appended)
     }
 
     fn synchronize(&mut self) {

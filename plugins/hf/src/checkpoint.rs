@@ -194,11 +194,11 @@ pub fn open_tokenizer(dir: &Path, eos_token: Option<&str>) -> Result<HfTokenizer
             path.display()
         )));
     }
-    let tokenizer = HfTokenizer::from_file(&path).map_err(|e| HfError::Tokenizer(e.0))?;
+    let tokenizer = HfTokenizer::from_file(&path).map_err(|e| HfError::Tokenizer(e.message))?;
     match eos_token {
         Some(token) => tokenizer
             .with_eos_token(token)
-            .map_err(|e| HfError::Tokenizer(e.0)),
+            .map_err(|e| HfError::Tokenizer(e.message)),
         None => Ok(tokenizer),
     }
 }

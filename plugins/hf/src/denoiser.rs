@@ -1,4 +1,5 @@
-//! A loaded checkpoint as the SDK's [`Denoiser`], and the id mapping at its boundary.
+//! A loaded checkpoint as the SDK's [`TensorDenoiser`] (its host path, the reference in tests, is
+//! the SDK's [`OnHost`](dlm_sdk::sampler::device::OnHost)), and the id mapping at its boundary.
 //!
 //! **Ids.** The SDK's convention is that a model predicts real tokens `0..vocab_size()` and the
 //! mask token is `vocab_size()`. Here `vocab_size()` is the *tokenizer's* size (one more than
@@ -21,7 +22,6 @@ use crate::model::Network;
 use burn::tensor::activation::softmax;
 use burn::tensor::{FloatDType, Tensor, TensorData};
 use dlm_sdk::sampler::device::TensorDenoiser;
-use dlm_sdk::{Denoiser, PluginError};
 
 /// A LLaDA or Dream checkpoint answering the SDK's denoiser calls.
 pub struct CheckpointDenoiser {
@@ -152,43 +152,6 @@ impl TensorDenoiser for CheckpointDenoiser {
         _t: f64,
     ) -> dlm_sdk::Result<Tensor<3>> {
         Ok(CheckpointDenoiser::logits(self, tokens, batch, length)?.cast(FloatDType::F32))
-    }
-
-    fn synchronize(&mut self) {
-        let _ = self.net.device().sync();
-    }
-}
-
-/// The host path: the reference for tests.
-impl Denoiser for CheckpointDenoiser {
-    fn vocab_size(&self) -> usize {
-        self.vocab
-    }
-
-    fn device(&self) -> String {
-        self.label.clone()
-    }
-
-    fn denoise(
-        &mut self,
-        tokens: &[u32],
-        batch: usize,
-        length: usize,
-        _t: f64,
-        out: &mut [f64],
-    ) -> dlm_sdk::Result<()> {
-        let probs = self.probabilities(tokens, batch, length)?;
-        if out.len() != probs.len() {
-            return Err(PluginError(format!(
-                "output buffer holds {} values, expected {}",
-                out.len(),
-                probs.len()
-            )));
-        }
-        for (o, p) in out.iter_mut().zip(probs) {
-            *o = p as f64;
-        }
-        Ok(())
     }
 
     fn synchronize(&mut self) {

@@ -77,7 +77,14 @@ pub enum HfError {
 
 impl From<HfError> for dlm_sdk::PluginError {
     fn from(e: HfError) -> Self {
-        dlm_sdk::PluginError(e.to_string())
+        let kind = match &e {
+            HfError::Setting(_) => dlm_sdk::ErrorKind::BadConfig,
+            HfError::UnsupportedArchitecture { .. } => dlm_sdk::ErrorKind::Unsupported,
+            HfError::Input(_) => dlm_sdk::ErrorKind::Internal,
+            // The checkpoint's files: config.json, weights, tokenizer.
+            _ => dlm_sdk::ErrorKind::BadData,
+        };
+        dlm_sdk::PluginError::new(kind, e.to_string())
     }
 }
 

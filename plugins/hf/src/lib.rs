@@ -15,8 +15,6 @@
 //! * [`plugin`] — the `dlm-hf` plugin, models `checkpoint` (diffusion) and `ar-checkpoint`
 //!   (autoregressive), wrapped in the SDK's `TextModel`.
 
-#![forbid(unsafe_code)]
-
 pub mod ar;
 pub mod checkpoint;
 pub mod config;

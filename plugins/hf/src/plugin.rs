@@ -5,6 +5,7 @@
 use crate::checkpoint::{parse_dtype, ArCheckpoint, Checkpoint};
 use crate::error::HfError;
 use burn::tensor::Device;
+use dlm_sdk::device_name::{Backends, DeviceName};
 use dlm_sdk::sampler::device::{TensorAutoregressiveModel, TensorDenoiserModel};
 use dlm_sdk::tokenizer::TextModel;
 use dlm_sdk::{
@@ -67,7 +68,7 @@ impl<M: Model> Model for FixedGeneration<M> {
         }
         let length = longest + self.tokens;
         if length > self.max_length {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "the longest prompt of the batch ({longest} tokens) plus generation_length {} exceeds the checkpoint's {} positions",
                 self.tokens, self.max_length
             )));
@@ -85,33 +86,32 @@ impl<M: Model> Model for FixedGeneration<M> {
     }
 }
 
-/// Parse a device name. GPU devices need the matching Cargo feature.
+/// The GPU backends of this build (its Cargo features).
+const BACKENDS: Backends = Backends {
+    wgpu: cfg!(feature = "wgpu"),
+    cuda: cfg!(feature = "cuda"),
+    libtorch: false,
+};
+
+/// Parse a device name ([`DeviceName`]) into the Burn device and the label timings record.
+/// GPU devices need the matching Cargo feature.
 pub fn parse_device(name: Option<&str>) -> std::result::Result<(Device, String), HfError> {
-    match name.unwrap_or("flex") {
-        "flex" | "cpu" => Ok((Device::flex(), "cpu".into())),
+    let name =
+        DeviceName::parse(name, PLUGIN_NAME, BACKENDS).map_err(|e| HfError::Setting(e.message))?;
+    let device = match name {
+        DeviceName::Flex => Device::flex(),
         #[cfg(feature = "wgpu")]
-        "wgpu" => Ok((
-            Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
-            "wgpu".into(),
-        )),
+        DeviceName::Wgpu => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
         #[cfg(feature = "cuda")]
-        "cuda" => Ok((Device::cuda(0), "cuda:0".into())),
-        #[cfg(feature = "cuda")]
-        s if s.starts_with("cuda:") => s[5..]
-            .parse::<usize>()
-            .map(|i| (Device::cuda(i), s.to_string()))
-            .map_err(|_| HfError::Setting(format!("bad CUDA device `{s}`"))),
-        other => Err(HfError::Setting(format!(
-            "unknown or unavailable device `{other}`: this build of dlm-hf supports flex{}{} \
-             (GPU backends are the Cargo features `wgpu` and `cuda`)",
-            if cfg!(feature = "wgpu") { ", wgpu" } else { "" },
-            if cfg!(feature = "cuda") {
-                ", cuda[:N]"
-            } else {
-                ""
-            },
-        ))),
-    }
+        DeviceName::Cuda(index) => Device::cuda(index),
+        #[allow(unreachable_patterns)]
+        other => {
+            return Err(HfError::Setting(format!(
+                "device {other:?} is not built into dlm-hf"
+            )))
+        }
+    };
+    Ok((device, name.label()))
 }
 
 /// Open model `checkpoint` (diffusion) or, with `autoregressive`, `ar-checkpoint` for the
@@ -121,7 +121,7 @@ pub fn open_checkpoint_model(
     autoregressive: bool,
 ) -> Result<Box<dyn Model>> {
     let config: OpenConfig = serde_json::from_value(open.config.clone()).map_err(|e| {
-        PluginError(format!(
+        PluginError::bad_config(format!(
             "model config: {e} (dlm-hf's checkpoints take path, dtype, device, eos_token, generation_length)"
         ))
     })?;
@@ -133,7 +133,7 @@ pub fn open_checkpoint_model(
     }
     let task = &open.task.description;
     let Some(text) = &task.text else {
-        return Err(PluginError(format!(
+        return Err(PluginError::unsupported(format!(
             "task `{}` is not a text task; a Hugging Face checkpoint answers text tasks (gsm8k, arith, mbpp, …) with its own tokenizer",
             task.label
         )));
@@ -142,7 +142,8 @@ pub fn open_checkpoint_model(
     let dtype = parse_dtype(config.dtype.as_deref())?;
     let (path, eos) = (&config.path, config.eos_token.as_deref());
     let stop = text.stop.clone();
-    let eos_hint = |e: PluginError| PluginError(format!("{e} (`eos_token` in the model config)"));
+    let eos_hint =
+        |e: PluginError| PluginError::bad_config(format!("{e} (`eos_token` in the model config)"));
     let (model, max): (Box<dyn Model>, usize) = if autoregressive {
         let ckpt = ArCheckpoint::open(path, &device, &label, dtype, eos)?;
         let max = ckpt.generator.net.config.max_length;
@@ -161,7 +162,7 @@ pub fn open_checkpoint_model(
         (fixed_generation(model, config.generation_length, max)?, max)
     };
     if task.length > max && config.generation_length.is_none() {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "the task's length {} exceeds the {} positions of {} (config.json); lower `lengths`",
             task.length,
             max,
@@ -208,15 +209,13 @@ impl Plugin for HfPlugin {
              device?: flex|wgpu|cuda[:N], eos_token?, generation_length?}; answers text tasks with text",
                 false,
             ),
-            ComponentInfo {
-                name: "ar-checkpoint".to_string(),
-                description: "a LLaMA (LlamaForCausalLM) or Qwen2 (Qwen2ForCausalLM) checkpoint folder, \
-                              decoded token by token with a KV cache; the same config as `checkpoint`"
-                    .to_string(),
-                capabilities: vec!["autoregressive".to_string()],
-                samplers: vec!["ar".to_string()],
-                sampler_info: vec![ar],
-            },
+            ComponentInfo::new(
+                "ar-checkpoint",
+                "a LLaMA (LlamaForCausalLM) or Qwen2 (Qwen2ForCausalLM) checkpoint folder, \
+                 decoded token by token with a KV cache; the same config as `checkpoint`",
+            )
+            .with_capability("autoregressive")
+            .with_sampler(ar),
         ]
     }
 
@@ -224,7 +223,7 @@ impl Plugin for HfPlugin {
         match name {
             "checkpoint" => open_checkpoint_model(&open, false),
             "ar-checkpoint" => open_checkpoint_model(&open, true),
-            other => Err(PluginError(format!(
+            other => Err(PluginError::bad_config(format!(
                 "plugin `{PLUGIN_NAME}` provides the models `checkpoint` and `ar-checkpoint`, not `{other}`"
             ))),
         }

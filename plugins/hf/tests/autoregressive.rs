@@ -9,6 +9,7 @@ mod common;
 use burn::tensor::{DType, Int, Tensor, TensorData};
 use common::*;
 use dlm_hf::{ArCheckpoint, Architecture, HfPlugin};
+use dlm_sdk::sampler::device::OnHost;
 use dlm_sdk::sampler::Autoregressive;
 use dlm_sdk::{
     GenerateRequest, ModelOpenConfig, Plugin, Prompt, SamplerSpec, TaskBinding, TaskDescription,
@@ -88,7 +89,7 @@ fn causal_logits_match_transformers() {
 fn the_ar_distributions_are_the_softmax_of_the_reference_next_token_logits() {
     for (name, architecture) in FIXTURES {
         let reference = Reference::load(name);
-        let mut g = load_ar(name).generator;
+        let mut g = OnHost::new(load_ar(name).generator);
         let vocab = g.vocab_size();
         let [batch, length, rows] = reference.shape;
         let softmax_row = |b: usize, p: usize| -> Vec<f64> {
@@ -137,26 +138,10 @@ fn the_ar_distributions_are_the_softmax_of_the_reference_next_token_logits() {
 }
 
 fn text_task() -> TaskDescription {
-    TaskDescription {
-        label: "gsm8k-like".into(),
-        vocab_size: 0,
-        mask_id: 0,
-        length: 48,
-        entropy_nats: None,
-        entropy_exact: false,
-        entropy_std_error: 0.0,
-        optimal_ter: None,
-        support_log10_density: None,
-        details: json!({}),
-        metrics: Vec::new(),
-        text: Some(TextTaskInfo {
-            vocabulary: None,
-            eos_id: None,
-            stop: vec!["Question:".into()],
-            prompts: None,
-            prompt_ids: None,
-        }),
-    }
+    let mut d = TaskDescription::new("gsm8k-like", 0, 48);
+    d.details = json!({});
+    d.text = Some(TextTaskInfo::new(vec!["Question:".into()]));
+    d
 }
 
 fn open(model: &str, path: &str) -> dlm_sdk::Result<Box<dyn dlm_sdk::Model>> {

@@ -6,6 +6,7 @@
 mod common;
 use common::*;
 use dlm_hf::HfPlugin;
+use dlm_sdk::sampler::device::OnHost;
 use dlm_sdk::{
     DenoiserModel, GenerateRequest, Model, ModelOpenConfig, Plugin, Prompt, SamplerSpec,
     TaskBinding, TaskDescription, TextTaskInfo,
@@ -21,26 +22,10 @@ const PROMPTS: [&str; 3] = [
 ];
 
 fn text_task(length: usize) -> TaskDescription {
-    TaskDescription {
-        label: "gsm8k-like".into(),
-        vocab_size: 0,
-        mask_id: 0,
-        length,
-        entropy_nats: None,
-        entropy_exact: false,
-        entropy_std_error: 0.0,
-        optimal_ter: None,
-        support_log10_density: None,
-        details: json!({}),
-        metrics: Vec::new(),
-        text: Some(TextTaskInfo {
-            vocabulary: None,
-            eos_id: None,
-            stop: vec!["Question:".into()],
-            prompts: None,
-            prompt_ids: None,
-        }),
-    }
+    let mut d = TaskDescription::new("gsm8k-like", 0, length);
+    d.details = json!({});
+    d.text = Some(TextTaskInfo::new(vec!["Question:".into()]));
+    d
 }
 
 fn open_config(config: serde_json::Value, task: TaskDescription) -> ModelOpenConfig {
@@ -131,7 +116,7 @@ fn no_sampler_writes_a_mask_token() {
             .iter()
             .map(|p| ckpt.tokenizer.encode(p).unwrap())
             .collect();
-        let mut model = DenoiserModel::new(ckpt.denoiser);
+        let mut model = DenoiserModel::new(OnHost::new(ckpt.denoiser));
         for (sampler, steps, params) in samplers() {
             // A high temperature spreads the draws over the whole vocabulary.
             let mut params = params;

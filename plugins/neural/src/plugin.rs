@@ -6,12 +6,11 @@ use crate::model::{
 };
 use crate::text;
 use crate::train::{TrainConfig, Trainer};
-use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Int, Tensor};
+use dlm_sdk::device_name::{Backends, DeviceName};
 use dlm_sdk::sampler::device::{
     TensorAutoregressive, TensorAutoregressiveModel, TensorDenoiser, TensorDenoiserModel,
 };
-use dlm_sdk::sampler::Autoregressive;
 use dlm_sdk::{
     ComponentInfo, Denoiser, EvaluateReply, GenerateReply, GenerateRequest, Model, ModelOpenConfig,
     Plugin, PluginError, Result, SaveReply, TaskDescription, TrainSettings, TrainStepReply,
@@ -74,7 +73,7 @@ impl InitSpec {
     pub fn net_config(&self) -> Result<NetConfig> {
         match self {
             InitSpec::Preset(name) => NetConfig::preset(name).ok_or_else(|| {
-                PluginError(format!(
+                PluginError::bad_config(format!(
                     "unknown model preset `{name}`; use `paper`, `cpu` or {{hidden, layers, heads, ff_mult}}"
                 ))
             }),
@@ -83,82 +82,53 @@ impl InitSpec {
     }
 }
 
-/// Parse a device name. GPU devices need the matching Cargo feature.
+/// The GPU backends of this build (its Cargo features).
+const BACKENDS: Backends = Backends {
+    wgpu: cfg!(feature = "wgpu"),
+    cuda: cfg!(feature = "cuda"),
+    libtorch: cfg!(feature = "tch"),
+};
+
+/// Parse a device name ([`DeviceName`]). GPU devices need the matching Cargo feature.
 pub fn parse_device(name: Option<&str>) -> Result<Device> {
-    match name.unwrap_or("flex") {
-        "flex" => Ok(Device::flex()),
+    burn_device(DeviceName::parse(name, PLUGIN_NAME, BACKENDS)?)
+}
+
+/// The Burn device of a parsed name.
+fn burn_device(name: DeviceName) -> Result<Device> {
+    match name {
+        DeviceName::Flex => Ok(Device::flex()),
         #[cfg(feature = "wgpu")]
-        "wgpu" => Ok(Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
+        DeviceName::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
         #[cfg(feature = "cuda")]
-        "cuda" => Ok(Device::cuda(0)),
-        #[cfg(feature = "cuda")]
-        s if s.starts_with("cuda:") => s[5..]
-            .parse::<usize>()
-            .map(Device::cuda)
-            .map_err(|_| PluginError(format!("bad CUDA device `{s}`"))),
+        DeviceName::Cuda(index) => Ok(Device::cuda(index)),
         #[cfg(feature = "tch")]
-        s if s == "tch" || s.starts_with("tch:") => libtorch_device(s),
-        other => Err(PluginError(format!(
-            "unknown or unavailable device `{other}`: this build of dlm-neural supports {}",
-            available_devices().join(", ")
+        DeviceName::LibTorchCpu | DeviceName::LibTorchCuda(_) => libtorch_device(name),
+        #[allow(unreachable_patterns)]
+        other => Err(PluginError::internal(format!(
+            "device {other:?} is not built into dlm-neural"
         ))),
     }
 }
 
-/// `tch` and `tch:cpu` are LibTorch on the CPU, `tch:cuda` and `tch:cuda:N` LibTorch on a CUDA
-/// GPU (cuBLAS, cuDNN). Burn 0.22 marks burn-tch deprecated; it is still the way to PyTorch's
-/// kernels, so the deprecation is allowed here and only here.
+/// LibTorch's CPU, or a CUDA GPU LibTorch sees (cuBLAS, cuDNN). Burn 0.22 marks burn-tch
+/// deprecated; it is still the way to PyTorch's kernels, so the deprecation is allowed here and
+/// only here.
 #[cfg(feature = "tch")]
 #[allow(deprecated)]
-fn libtorch_device(name: &str) -> Result<Device> {
+fn libtorch_device(name: DeviceName) -> Result<Device> {
     match name {
-        "tch" | "tch:cpu" => Ok(Device::libtorch()),
-        s => {
-            let index = match s.strip_prefix("tch:cuda") {
-                Some("") => 0,
-                Some(n) => n
-                    .strip_prefix(':')
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .ok_or_else(|| bad_libtorch_device(s))?,
-                None => return Err(bad_libtorch_device(s)),
-            };
+        DeviceName::LibTorchCuda(index) => {
             // Without this, the first tensor on a missing GPU panics inside LibTorch.
             let gpus = tch::Cuda::device_count();
             if index as i64 >= gpus {
-                return Err(PluginError(format!(
-                    "device `{s}`: LibTorch sees {gpus} CUDA device(s) on this machine"
+                return Err(PluginError::bad_config(format!(
+                    "device `tch:cuda:{index}`: LibTorch sees {gpus} CUDA device(s) on this machine"
                 )));
             }
             Ok(Device::libtorch_cuda(index))
         }
-    }
-}
-
-#[cfg(feature = "tch")]
-fn bad_libtorch_device(s: &str) -> PluginError {
-    PluginError(format!(
-        "bad LibTorch device `{s}`: use tch, tch:cpu, tch:cuda or tch:cuda:N"
-    ))
-}
-
-fn available_devices() -> Vec<&'static str> {
-    let mut v = vec!["flex"];
-    if cfg!(feature = "wgpu") {
-        v.push("wgpu");
-    }
-    if cfg!(feature = "cuda") {
-        v.push("cuda[:N]");
-    }
-    if cfg!(feature = "tch") {
-        v.push("tch[:cpu|:cuda[:N]]");
-    }
-    v
-}
-
-fn device_label(name: Option<&str>) -> String {
-    match name.unwrap_or("flex") {
-        "flex" => "cpu".to_string(),
-        other => other.to_string(),
+        _ => Ok(Device::libtorch()),
     }
 }
 
@@ -182,10 +152,9 @@ pub fn open_checkpoint(
             }
         }
         _ => {
-            return Err(PluginError(
+            return Err(PluginError::bad_config(
                 "model config needs exactly one of `checkpoint: PATH` (a trained model) or \
-                 `init: paper | cpu | {hidden, layers, heads}` (an untrained one)"
-                    .into(),
+                 `init: paper | cpu | {hidden, layers, heads}` (an untrained one)",
             ))
         }
     };
@@ -200,7 +169,7 @@ fn check_checkpoint(
 ) -> Result<Checkpoint> {
     let id = &ckpt.header.identity;
     if id.kind != kind {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "the checkpoint holds an `{}` model, not `{}`",
             id.kind.as_str(),
             kind.as_str()
@@ -208,25 +177,25 @@ fn check_checkpoint(
     }
     let trained = &id.task;
     if trained.vocab_size != task.vocab_size || trained.mask_id != task.mask_id {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "the model was trained for vocabulary {} (mask {}), the task has {} (mask {})",
             trained.vocab_size, trained.mask_id, task.vocab_size, task.mask_id
         )));
     }
     if task.mask_id as usize != task.vocab_size {
-        return Err(PluginError(format!(
+        return Err(PluginError::unsupported(format!(
             "dlm-neural needs mask_id = vocab_size, the task says {} and {}",
             task.mask_id, task.vocab_size
         )));
     }
     if trained.label != task.label || trained.details != task.details {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "the model was trained on `{}` ({}), not on `{}` ({})",
             trained.label, trained.details, task.label, task.details
         )));
     }
     if task.length > ckpt.net.max_length() {
-        return Err(PluginError(format!(
+        return Err(PluginError::bad_config(format!(
             "the task length {} exceeds the model's max_length {}",
             task.length,
             ckpt.net.max_length()
@@ -247,19 +216,19 @@ impl MdmDenoiser {
     fn input(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<2, Int>> {
         let vocab = self.net.vocab;
         if tokens.len() != batch * length {
-            return Err(PluginError(format!(
+            return Err(PluginError::internal(format!(
                 "{} token ids for a {batch} × {length} batch",
                 tokens.len()
             )));
         }
         if length > self.net.max_length() {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "length {length} exceeds the model's max_length {}",
                 self.net.max_length()
             )));
         }
         if let Some(&bad) = tokens.iter().find(|&&t| t as usize > vocab) {
-            return Err(PluginError(format!(
+            return Err(PluginError::internal(format!(
                 "token id {bad} is outside 0..={vocab}"
             )));
         }
@@ -332,7 +301,7 @@ impl Denoiser for MdmDenoiser {
     ) -> Result<()> {
         let probs = self.probabilities(tokens, batch, length)?;
         if out.len() != probs.len() {
-            return Err(PluginError(format!(
+            return Err(PluginError::internal(format!(
                 "output buffer holds {} values, expected {}",
                 out.len(),
                 probs.len()
@@ -349,7 +318,7 @@ impl Denoiser for MdmDenoiser {
     }
 }
 
-/// The AR model as an [`Autoregressive`] generator. With `kv_cache` each token costs one
+/// The AR model as an [`Autoregressive`](dlm_sdk::sampler::Autoregressive) generator. With `kv_cache` each token costs one
 /// incremental forward pass over the new position (O(prefix) attention); without it the whole
 /// prefix is re-run (kept for tests and comparisons).
 pub struct ArGenerator {
@@ -387,7 +356,8 @@ impl ArGenerator {
 
 impl ArGenerator {
     /// Append `appended` and return every row's next-token logits over the real tokens,
-    /// `[batch, vocab]`, on the device (the protocol of [`Autoregressive::next`]).
+    /// `[batch, vocab]`, on the device (the protocol of
+    /// [`Autoregressive::next`](dlm_sdk::sampler::Autoregressive::next)).
     pub fn next_logits(&mut self, appended: Option<&[u32]>) -> Result<Tensor<2>> {
         let (batch, vocab) = (self.batch, self.net.vocab);
         let fed = self.prefix.first().map_or(0, Vec::len);
@@ -401,18 +371,18 @@ impl ArGenerator {
             }
             Some(tokens) => {
                 if tokens.len() != batch {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::internal(format!(
                         "{} appended tokens for a batch of {batch}",
                         tokens.len()
                     )));
                 }
                 if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::internal(format!(
                         "appended token {bad} is outside 0..{vocab}"
                     )));
                 }
                 if fed >= self.length {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::internal(format!(
                         "more than {} positions fed",
                         self.length
                     )));
@@ -436,7 +406,8 @@ impl ArGenerator {
     }
 }
 
-/// The device path, which `ar` samples with.
+/// The device path, which `ar` samples with; the host path (the reference in tests and
+/// benchmarks) is the SDK's [`OnHost`](dlm_sdk::sampler::device::OnHost) over it.
 impl TensorAutoregressive for ArGenerator {
     fn vocab_size(&self) -> usize {
         self.net.vocab
@@ -447,31 +418,8 @@ impl TensorAutoregressive for ArGenerator {
     }
 
     fn begin(&mut self, batch: usize, length: usize) -> Result<()> {
-        Autoregressive::begin(self, batch, length)
-    }
-
-    fn next_logits(&mut self, appended: Option<&[u32]>) -> Result<Tensor<2>> {
-        ArGenerator::next_logits(self, appended)
-    }
-
-    fn synchronize(&mut self) {
-        let _ = self.device.sync();
-    }
-}
-
-/// The host path: the reference for tests and benchmarks.
-impl Autoregressive for ArGenerator {
-    fn vocab_size(&self) -> usize {
-        self.net.vocab
-    }
-
-    fn device(&self) -> String {
-        self.label.clone()
-    }
-
-    fn begin(&mut self, batch: usize, length: usize) -> Result<()> {
         if length > self.net.max_length() {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "length {length} exceeds the model's max_length {}",
                 self.net.max_length()
             )));
@@ -484,20 +432,8 @@ impl Autoregressive for ArGenerator {
         Ok(())
     }
 
-    fn next(&mut self, appended: Option<&[u32]>, out: &mut [f64]) -> Result<()> {
-        let (batch, vocab) = (self.batch, self.net.vocab);
-        if out.len() != batch * vocab {
-            return Err(PluginError(format!(
-                "output buffer holds {} values, expected {}",
-                out.len(),
-                batch * vocab
-            )));
-        }
-        let probs = to_host(softmax(self.next_logits(appended)?, 1));
-        for (o, p) in out.iter_mut().zip(probs) {
-            *o = p as f64;
-        }
-        Ok(())
+    fn next_logits(&mut self, appended: Option<&[u32]>) -> Result<Tensor<2>> {
+        ArGenerator::next_logits(self, appended)
     }
 
     fn synchronize(&mut self) {
@@ -509,11 +445,12 @@ impl Autoregressive for ArGenerator {
 /// harness trained) or, when `open.train` is set, for training.
 pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Model>> {
     let config: OpenConfig = serde_json::from_value(open.config.clone())
-        .map_err(|e| PluginError(format!("model config: {e}")))?;
+        .map_err(|e| PluginError::bad_config(format!("model config: {e}")))?;
     check_kv_cache_dtype(kind, &config)?;
-    let device = parse_device(config.device.as_deref())?;
-    let label = device_label(config.device.as_deref());
-    let tokenizer = text::open_tokenizer(&config)?;
+    let device_name = DeviceName::parse(config.device.as_deref(), PLUGIN_NAME, BACKENDS)?;
+    let device = burn_device(device_name)?;
+    let label = device_name.label();
+    let tokenizer = text::open_tokenizer(config.tokenizer.as_deref(), config.eos_token.as_deref())?;
     let task = &text::network_task(open, tokenizer.as_ref())?;
     if let Some(settings) = &open.train {
         return Ok(Box::new(TrainingModel::new(
@@ -531,12 +468,12 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
             let path = std::path::Path::new(&trained.path);
             let ckpt =
                 Checkpoint::load(path, Some(&trained.fingerprint), &device).map_err(|e| {
-                    PluginError(format!("{e}; delete {} to retrain it", path.display()))
+                    PluginError::bad_data(format!("{e}; delete {} to retrain it", path.display()))
                 })?;
             if let Some(init) = &config.init {
                 let wanted = init.net_config()?.resolved(task.length)?;
                 if wanted != ckpt.header.identity.net {
-                    return Err(PluginError(format!(
+                    return Err(PluginError::bad_config(format!(
                         "checkpoint {} holds architecture {:?}, the suite asks for {:?}",
                         path.display(),
                         ckpt.header.identity.net,
@@ -580,15 +517,14 @@ fn check_kv_cache_dtype(kind: ModelKind, config: &OpenConfig) -> Result<()> {
         return Ok(());
     }
     if kind != ModelKind::Ar || !config.kv_cache {
-        return Err(PluginError(
+        return Err(PluginError::bad_config(
             "model config: `kv_cache_dtype` applies to the `ar` model with `kv_cache: true`; \
-             remove it or enable the cache"
-                .into(),
+             remove it or enable the cache",
         ));
     }
     match config.device.as_deref() {
         None | Some("flex") => Ok(()),
-        Some(other) => Err(PluginError(format!(
+        Some(other) => Err(PluginError::bad_config(format!(
             "model config: `kv_cache_dtype: bf16` runs on the `flex` device only, not `{other}`; \
              remove it or use `device: flex`"
         ))),
@@ -660,7 +596,7 @@ impl TrainingModel {
     ) -> Result<Self> {
         let task = &open.task.description;
         if task.mask_id as usize != task.vocab_size {
-            return Err(PluginError(format!(
+            return Err(PluginError::unsupported(format!(
                 "dlm-neural needs mask_id = vocab_size, the task says {} and {}",
                 task.mask_id, task.vocab_size
             )));
@@ -678,13 +614,13 @@ impl TrainingModel {
             v => serde_json::from_value(v.clone()),
         }
         .map_err(|e| {
-            PluginError(format!(
+            PluginError::bad_config(format!(
                 "train: {e} (dlm-neural's training options are lr, warmup_fraction, weight_decay, grad_clip)"
             ))
         })?;
         let train_config = options.train_config(settings);
         let trainer = Trainer::new(kind, &init.net_config()?, task, &train_config, &device)
-            .map_err(PluginError)?;
+            .map_err(PluginError::bad_config)?;
         Ok(TrainingModel { kind, trainer })
     }
 }
@@ -701,7 +637,7 @@ impl Model for TrainingModel {
         prompt_lengths: &[usize],
     ) -> Result<TrainStepReply> {
         if step != self.trainer.steps_done() {
-            return Err(PluginError(format!(
+            return Err(PluginError::internal(format!(
                 "train_step {step} arrived after {} steps; steps must come in order",
                 self.trainer.steps_done()
             )));
@@ -709,7 +645,7 @@ impl Model for TrainingModel {
         let p = self
             .trainer
             .step(batch, prompt_lengths)
-            .map_err(PluginError)?;
+            .map_err(PluginError::internal)?;
         Ok(TrainStepReply {
             loss: p.loss,
             lr: p.lr,
@@ -720,7 +656,7 @@ impl Model for TrainingModel {
         let nll = self
             .trainer
             .evaluate(&[batch.to_vec()], &[prompt_lengths.to_vec()])
-            .map_err(PluginError)?;
+            .map_err(PluginError::internal)?;
         Ok(EvaluateReply {
             nll_per_token: nll,
             // The MDM's loss is MDLM's continuous-time ELBO: an upper bound on the NLL.
@@ -729,8 +665,8 @@ impl Model for TrainingModel {
     }
 
     fn save(&mut self, path: &std::path::Path) -> Result<SaveReply> {
-        let ckpt = self.trainer.checkpoint().map_err(PluginError)?;
-        ckpt.save(path).map_err(PluginError)?;
+        let ckpt = self.trainer.checkpoint().map_err(PluginError::internal)?;
+        ckpt.save(path).map_err(PluginError::internal)?;
         Ok(SaveReply {
             fingerprint: ckpt.header.identity.fingerprint(),
         })
@@ -758,15 +694,14 @@ impl Plugin for NeuralPlugin {
                 false,
             )
             .with_capability("train"),
-            ComponentInfo {
-                name: "ar".to_string(),
-                description: "autoregressive transformer of the same architecture with a KV cache; \
-                              config: {checkpoint: PATH} or {init: …, seed}, optionally tokenizer: PATH and eos_token"
-                    .to_string(),
-                capabilities: vec!["autoregressive".to_string(), "train".to_string()],
-                samplers: vec!["ar".to_string()],
-                sampler_info: vec![dlm_sdk::sampler::info("ar")],
-            },
+            ComponentInfo::new(
+                "ar",
+                "autoregressive transformer of the same architecture with a KV cache; \
+                 config: {checkpoint: PATH} or {init: …, seed}, optionally tokenizer: PATH and eos_token",
+            )
+            .with_capability("autoregressive")
+            .with_capability("train")
+            .with_sampler(dlm_sdk::sampler::info("ar")),
         ]
     }
 
@@ -774,7 +709,7 @@ impl Plugin for NeuralPlugin {
         match name {
             "mdm" => open_model(ModelKind::Mdm, &open),
             "ar" => open_model(ModelKind::Ar, &open),
-            other => Err(PluginError(format!(
+            other => Err(PluginError::bad_config(format!(
                 "plugin `{PLUGIN_NAME}` provides models `mdm` and `ar`, not `{other}`"
             ))),
         }

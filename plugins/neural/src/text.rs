@@ -3,21 +3,22 @@
 //! answers with text through [`dlm_sdk::tokenizer::TextModel`]. Without a tokenizer a model
 //! needs a task with a vocabulary of its own.
 
-use crate::plugin::OpenConfig;
 use dlm_sdk::tokenizer::{HfTokenizer, TextModel};
 use dlm_sdk::{Model, ModelOpenConfig, PluginError, Result, TaskDescription};
+use std::path::Path;
 
-/// The tokenizer the config names, with its end-of-text token; `None` when it names none.
-/// A file that is missing or does not parse fails with the SDK's message, which names it.
-pub fn open_tokenizer(config: &OpenConfig) -> Result<Option<HfTokenizer>> {
-    let Some(path) = &config.tokenizer else {
-        if config.eos_token.is_some() {
+/// The tokenizer a model config names (`tokenizer`), with its end-of-text token (`eos_token`);
+/// `None` when it names none. A file that is missing or does not parse fails with the SDK's
+/// message, which names it.
+pub fn open_tokenizer(path: Option<&Path>, eos_token: Option<&str>) -> Result<Option<HfTokenizer>> {
+    let Some(path) = path else {
+        if eos_token.is_some() {
             return Err("`eos_token` applies with a `tokenizer: PATH` only".into());
         }
         return Ok(None);
     };
     let tokenizer = HfTokenizer::from_file(path)?;
-    Ok(Some(match &config.eos_token {
+    Ok(Some(match eos_token {
         Some(token) => tokenizer.with_eos_token(token)?,
         None => tokenizer,
     }))
@@ -33,20 +34,19 @@ pub fn network_task(
     match tokenizer {
         Some(tokenizer) => {
             if open.train.is_some() {
-                return Err(PluginError(format!(
+                return Err(PluginError::unsupported(format!(
                     "a model with its own tokenizer ({}) cannot be trained by the harness, which trains on a task's own vocabulary only; remove `train:` (or `tokenizer:`)",
                     tokenizer.path().display()
                 )));
             }
-            Ok(TaskDescription {
-                vocab_size: tokenizer.vocab_size(),
-                mask_id: tokenizer.vocab_size() as u32,
-                ..task.clone()
-            })
+            let mut seen = task.clone();
+            seen.vocab_size = tokenizer.vocab_size();
+            seen.mask_id = tokenizer.vocab_size() as u32;
+            Ok(seen)
         }
         None => {
             if task.text.as_ref().is_some_and(|t| t.vocabulary.is_none()) {
-                return Err(PluginError(format!(
+                return Err(PluginError::bad_config(format!(
                     "task `{}` has no vocabulary of its own: give the model a tokenizer (`tokenizer: PATH` to a Hugging Face tokenizer.json)",
                     task.label
                 )));
@@ -73,6 +73,6 @@ pub fn wrap<M: Model + 'static>(
         .map(|t| t.stop.clone())
         .unwrap_or_default();
     let text = TextModel::new(model, tokenizer, stop)
-        .map_err(|e| PluginError(format!("{e} (`eos_token` in the model config)")))?;
+        .map_err(|e| PluginError::bad_config(format!("{e} (`eos_token` in the model config)")))?;
     Ok(Box::new(text))
 }

@@ -22,26 +22,10 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A text task with no vocabulary of its own, as GSM8K describes itself.
 fn text_task() -> TaskDescription {
-    TaskDescription {
-        label: "words".into(),
-        vocab_size: 0,
-        mask_id: 0,
-        length: LENGTH,
-        entropy_nats: None,
-        entropy_exact: false,
-        entropy_std_error: 0.0,
-        optimal_ter: None,
-        support_log10_density: None,
-        details: json!({"task": "words"}),
-        metrics: Vec::new(),
-        text: Some(TextTaskInfo {
-            vocabulary: None,
-            eos_id: None,
-            stop: vec!["Question :".into()],
-            prompts: None,
-            prompt_ids: None,
-        }),
-    }
+    let mut d = TaskDescription::new("words", 0, LENGTH);
+    d.details = json!({"task": "words"});
+    d.text = Some(TextTaskInfo::new(vec!["Question :".into()]));
+    d
 }
 
 fn open_config(config: serde_json::Value, train: Option<TrainSettings>) -> ModelOpenConfig {

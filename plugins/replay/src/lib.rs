@@ -100,7 +100,9 @@
 //! mixed formats and an empty file are all errors, each naming the file and line(s).
 //! gzip-compressed files are not read (the error says to decompress them).
 
-#![forbid(unsafe_code)]
+// The public API its readers use: every item documented. A crate-root attribute rather than the
+// workspace's `[lints]`, which apply to every target of a package (criterion's generated bench
+// functions have no docs) while this applies to the library alone.
 #![warn(missing_docs)]
 
 mod error;

@@ -47,23 +47,22 @@ impl Plugin for ReplayPlugin {
     const HAS_MODELS: bool = true;
 
     fn models() -> Vec<ComponentInfo> {
-        vec![ComponentInfo {
-            name: "replay".into(),
-            description: "replays a generation file (config: path, format, doc_id_prefix)".into(),
-            capabilities: vec!["text".into()],
-            samplers: vec![SAMPLER.into()],
-            sampler_info: vec![SamplerInfo {
-                name: SAMPLER.into(),
-                one_step_per_token: false,
-                params: Vec::new(),
-                steps_optional: true,
-            }],
-        }]
+        vec![ComponentInfo::new(
+            "replay",
+            "replays a generation file (config: path, format, doc_id_prefix)",
+        )
+        .with_capability("text")
+        .with_sampler(SamplerInfo {
+            name: SAMPLER.into(),
+            one_step_per_token: false,
+            params: Vec::new(),
+            steps_optional: true,
+        })]
     }
 
     fn open_model(name: &str, open: ModelOpenConfig) -> Result<Box<dyn Model>> {
         if name != "replay" {
-            return Err(PluginError(format!(
+            return Err(PluginError::bad_config(format!(
                 "plugin `dlm-replay` provides no model `{name}` (it has `replay`)"
             )));
         }
@@ -91,23 +90,20 @@ struct ReplayModel {
 impl ReplayModel {
     fn open(open: ModelOpenConfig) -> Result<Self> {
         let config: ReplayConfig = serde_json::from_value(open.config).map_err(|e| {
-            PluginError(format!(
+            PluginError::bad_config(format!(
                 "replay config: {e} (keys: path (required), format, doc_id_prefix)"
             ))
         })?;
-        let format: Format = config
-            .format
-            .as_deref()
-            .unwrap_or("auto")
-            .parse()
-            .map_err(|e: crate::ReplayError| PluginError(format!("replay config: {e}")))?;
+        let format: Format = config.format.as_deref().unwrap_or("auto").parse().map_err(
+            |e: crate::ReplayError| PluginError::bad_config(format!("replay config: {e}")),
+        )?;
         let text = open.task.description.text.as_ref().ok_or_else(|| {
-            PluginError(format!(
+            PluginError::unsupported(format!(
                 "replay answers text tasks only; task `{}` of `{}` is not one",
                 open.task.task, open.task.plugin
             ))
         })?;
-        let set = read(&config.path, format).map_err(|e| PluginError(e.to_string()))?;
+        let set = read(&config.path, format).map_err(|e| PluginError::internal(e.to_string()))?;
         let prefix = config.doc_id_prefix.unwrap_or_default();
         if let Some(ids) = &text.prompt_ids {
             check_known(&set, &prefix, ids)?;
@@ -133,7 +129,7 @@ impl ReplayModel {
             .iter()
             .map(|c| c.map_or("none".into(), |c| c.to_string()))
             .collect();
-        Err(PluginError(format!(
+        Err(PluginError::bad_data(format!(
             "replay file {} has no generations at {steps} steps; it has step counts {}",
             self.set.path().display(),
             shown.join(", ")
@@ -163,7 +159,7 @@ fn check_known(set: &ReplaySet, prefix: &str, ids: &[String]) -> Result<()> {
         (Some(a), Some(b)) => format!("`{a}` … `{b}`"),
         _ => "none".into(),
     };
-    Err(PluginError(format!(
+    Err(PluginError::bad_data(format!(
         "replay file {}: {} row(s) name {} doc_id(s) the task does not have: {}{}. The task's {} \
          prompt ids run {range} (doc_id_prefix `{prefix}` is put before the file's ids); check \
          doc_id_prefix and the task's split and limit, or remove those rows",
@@ -183,13 +179,13 @@ fn check_known(set: &ReplaySet, prefix: &str, ids: &[String]) -> Result<()> {
 impl Model for ReplayModel {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         if request.sampler.name != SAMPLER {
-            return Err(PluginError(format!(
+            return Err(PluginError::unsupported(format!(
                 "the replay model answers only the sampler `{SAMPLER}`, not `{}`",
                 request.sampler.name
             )));
         }
         let prompts = request.prompt_texts.as_ref().ok_or_else(|| {
-            PluginError("replay needs the prompts' ids (a text task of API 1.2)".into())
+            PluginError::bad_config("replay needs the prompts' ids (a text task of API 1.2)")
         })?;
         let steps = self.group(request.sampler.steps)?;
         let mut texts = Vec::with_capacity(prompts.len());
@@ -206,7 +202,7 @@ impl Model for ReplayModel {
                 .ok()
                 .and_then(|s| self.set.get(steps, doc_id, s))
                 .ok_or_else(|| {
-                    PluginError(format!(
+                    PluginError::bad_data(format!(
                         "replay file {} has no generation for doc_id `{doc_id}`, sample {sample}{} (the task's prompt `{}`); add it, or lower the suite's `samples`",
                         self.set.path().display(),
                         steps.map_or(String::new(), |s| format!(" at {s} steps")),

@@ -212,7 +212,7 @@ fn file_task_and_its_oracle() {
 
     // The oracle refuses a file that changed since the task was described.
     std::fs::write(&path, BIGRAM.replace("[1/3, 1/3, 1/3]", "[1/2, 1/4, 1/4]")).unwrap();
-    let e = Oracle::new(&open).err().unwrap().0;
+    let e = Oracle::new(&open).err().unwrap().message;
     assert!(e.contains("changed since the task was described"), "{e}");
 
     // Errors name the file.
@@ -223,14 +223,14 @@ fn file_task_and_its_oracle() {
         (json!({"path": path, "variant": "both"}), "unknown variant"),
         (json!({"path": path, "seed": 1}), "unknown field `seed`"),
     ] {
-        let e = LanguageTask::new("file", &config).err().unwrap().0;
+        let e = LanguageTask::new("file", &config).err().unwrap().message;
         assert!(e.contains(fragment), "{e}");
     }
     std::fs::write(&path, BIGRAM.replace("[1, 0, 0]", "[1, 0, 0.5]")).unwrap();
     let e = LanguageTask::new("file", &json!({ "path": path }))
         .err()
         .unwrap()
-        .0;
+        .message;
     assert!(
         e.contains(&format!("{path}:7:")) && e.contains("row 1 of the transition table"),
         "{e}"
@@ -248,7 +248,7 @@ fn file_task_and_its_oracle() {
     assert!(t.is_err()); // 9 contexts need 9 transition rows
     std::fs::write(&path, HMM).unwrap();
     t = LanguageTask::new("file", &json!({ "path": path }));
-    let e = t.unwrap().describe(0).err().unwrap().0;
+    let e = t.unwrap().describe(0).err().unwrap().message;
     assert!(e.contains(&path) && e.contains("too short"), "{e}");
 }
 
@@ -281,7 +281,7 @@ fn ngram_and_hmm_configs_keep_working() {
     assert!(built.fallback.is_none());
     let built = build_language("ngram", &json!({"order": 3, "variant": "ser"})).unwrap();
     assert_eq!(built.fallback.unwrap().threshold(), Some(0.0));
-    let e = build_language("pcfg", &Value::Null).err().unwrap().0;
+    let e = build_language("pcfg", &Value::Null).err().unwrap().message;
     assert!(e.contains("ngram, hmm, file, interval"), "{e}");
     assert!(build_language("ngram", &json!({})).is_err());
     let names: Vec<String> = FormalPlugin::tasks().into_iter().map(|c| c.name).collect();
@@ -388,7 +388,7 @@ fn sparse_hmm_task_and_its_oracle() {
         ),
         (json!({"variant": "dense"}), "hmm", "unknown variant"),
     ] {
-        let e = LanguageTask::new(task_name, &config).err().unwrap().0;
+        let e = LanguageTask::new(task_name, &config).err().unwrap().message;
         assert!(e.contains(fragment), "{config}: {e}");
     }
     let dir = tempfile::tempdir().unwrap();
@@ -397,7 +397,7 @@ fn sparse_hmm_task_and_its_oracle() {
     let e = LanguageTask::new("file", &json!({"path": path, "variant": "sparse"}))
         .err()
         .unwrap()
-        .0;
+        .message;
     assert!(e.contains("only for the `hmm` task"), "{e}");
     let d = LanguageTask::new("hmm", &json!({"variant": "ser"}))
         .unwrap()
