@@ -5,8 +5,6 @@
 //! appends per-sample rows to the run's [`results`], and computes [`metrics`] and the [`report`];
 //! [`compare`] sets two runs side by side and [`history`] follows many over time.
 
-#![forbid(unsafe_code)]
-
 pub mod compare;
 pub mod history;
 pub mod metrics;
@@ -20,7 +18,7 @@ pub mod shard;
 pub mod slurm;
 pub mod stats;
 pub mod suite;
+pub mod summary;
 pub mod theory;
-pub mod theory_view;
 pub mod training;
 pub mod worker;

@@ -1,8 +1,6 @@
 //! `dlm-bench`: run suites of masked-diffusion and autoregressive language models against
 //! ground-truth tasks, and report speed against accuracy.
 
-#![forbid(unsafe_code)]
-
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use dlm_bench::plugins::{self, Workspace};

@@ -4,8 +4,8 @@
 //! `history` all iterate over it, so a new metric is one entry here — or one
 //! [`MetricDecl`] in a task's description, which needs no harness change at all.
 
-use crate::metrics::CellSummary;
 use crate::results::{CellRecord, SampleRecord};
+use crate::summary::CellSummary;
 pub use dlm_plugin_api::{Better, MetricDecl, MetricKind};
 use serde::Serialize;
 
@@ -186,7 +186,7 @@ pub fn builtin() -> Vec<MetricDef> {
             (
                 |s| s.unigram_entropy,
                 |_| None,
-                Some(|r| Some(crate::metrics::unigram_entropy(&r.tokens))),
+                Some(|r| Some(crate::stats::unigram_entropy(&r.tokens))),
             ),
         ),
         MetricDef::builtin(

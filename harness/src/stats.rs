@@ -1,7 +1,11 @@
-//! Small statistics shared by summaries and comparisons: quantiles of sorted data and the
+//! Small statistics shared by summaries and comparisons: quantiles of sorted data, the
+//! percentile bootstrap ([`bootstrap_ci`]), the unigram entropy of a sample, and the
 //! Mann–Whitney U test that judges timings (asv's rule: a timing changed only when the ratio of
 //! medians passes a threshold *and* the repeated measurements differ significantly).
 
+mod bootstrap;
+
+pub use bootstrap::{bootstrap_ci, Resample, BOOTSTRAP_RESAMPLES};
 use serde::{Deserialize, Serialize};
 
 /// Linear-interpolation quantile of sorted, non-empty data (`q` in 0..=1).
@@ -431,6 +435,26 @@ pub fn aup(points: &[(f64, f64)], y_max: f64, alpha: f64) -> Option<f64> {
         area += 0.5 * (w[1].0 - w[0].0) * (weighted(w[1].1) + weighted(w[0].1));
     }
     Some(area)
+}
+
+/// Entropy (nats) of the token histogram of one sequence.
+pub fn unigram_entropy(tokens: &[u32]) -> f64 {
+    if tokens.is_empty() {
+        return 0.0;
+    }
+    // Ordered map: a fixed summation order keeps the result bit-for-bit reproducible.
+    let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    for &t in tokens {
+        *counts.entry(t).or_default() += 1;
+    }
+    let n = tokens.len() as f64;
+    counts
+        .values()
+        .map(|&c| {
+            let p = c as f64 / n;
+            -p * p.ln()
+        })
+        .sum()
 }
 
 /// Chen et al.'s unbiased pass@k of one problem with `n` samples, `c` of them correct:

@@ -7,9 +7,7 @@ use super::{MIN_ABS_RATE_CHANGE, MIN_REL_CHANGE};
 use crate::metrics::{self, CellSummary, Clock};
 use crate::registry::{self, Aggregate};
 use crate::results::{CellRecord, SampleRecord};
-use crate::stats;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use crate::stats::{bootstrap_ci, Resample};
 use std::collections::HashMap;
 
 /// A base cell and its match in the new run, with their samples paired by index when the unit
@@ -115,6 +113,15 @@ impl<'a> CellPair<'a> {
         seed_of(&self.n.unit, metric)
     }
 
+    /// How the bootstrap draws this pair's samples.
+    fn resample(&self) -> Resample {
+        if self.paired {
+            Resample::Paired(self.bv.len())
+        } else {
+            Resample::Unpaired(self.bv.len(), self.nv.len())
+        }
+    }
+
     /// TER, from the samples' log-probabilities; `None` when infinite in both runs (SER
     /// carries the comparison then).
     fn ter_row(&self) -> Option<Row> {
@@ -137,7 +144,7 @@ impl<'a> CellPair<'a> {
                 let ci = if identical {
                     Some((0.0, 0.0))
                 } else {
-                    bootstrap(bv.len(), nv.len(), paired, self.seed("TER"), |ib, inn| {
+                    bootstrap_ci(self.resample(), self.seed("TER"), |ib, inn| {
                         ter_of(nv, inn) - ter_of(bv, ib)
                     })
                 };
@@ -223,13 +230,9 @@ impl<'a> CellPair<'a> {
                         .fold((0.0, 0usize), |a, x| (a.0 + x, a.1 + 1));
                     sum / k as f64
                 };
-                bootstrap(
-                    bv.len(),
-                    nv.len(),
-                    paired,
-                    self.seed(&def.name),
-                    |ib, inn| mean(nv, inn) - mean(bv, ib),
-                )
+                bootstrap_ci(self.resample(), self.seed(&def.name), |ib, inn| {
+                    mean(nv, inn) - mean(bv, ib)
+                })
             };
             let floor = if rate {
                 MIN_ABS_RATE_CHANGE
@@ -293,55 +296,9 @@ impl<'a> CellPair<'a> {
     }
 }
 
+/// The bootstrap seed of `metric` in the cell of `unit`.
 fn seed_of(unit: &str, metric: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in unit.bytes().chain(metric.bytes()) {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-/// Percentile bootstrap 95% CI of `stat(base indices, new indices)`. Paired: one index draw
-/// serves both sides (`nb == nn`). Non-finite statistics are dropped.
-pub(super) fn bootstrap(
-    nb: usize,
-    nn: usize,
-    paired: bool,
-    seed: u64,
-    stat: impl Fn(&[usize], &[usize]) -> f64,
-) -> Option<(f64, f64)> {
-    if nb == 0 || nn == 0 {
-        return None;
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut ib = vec![0usize; nb];
-    let mut inn = vec![0usize; nn];
-    let mut samples = Vec::with_capacity(metrics::BOOTSTRAP_RESAMPLES);
-    for _ in 0..metrics::BOOTSTRAP_RESAMPLES {
-        for x in ib.iter_mut() {
-            *x = rng.random_range(0..nb);
-        }
-        let v = if paired {
-            stat(&ib, &ib)
-        } else {
-            for x in inn.iter_mut() {
-                *x = rng.random_range(0..nn);
-            }
-            stat(&ib, &inn)
-        };
-        if v.is_finite() {
-            samples.push(v);
-        }
-    }
-    if samples.len() < metrics::BOOTSTRAP_RESAMPLES / 2 {
-        return None;
-    }
-    samples.sort_by(f64::total_cmp);
-    Some((
-        stats::quantile(&samples, 0.025),
-        stats::quantile(&samples, 0.975),
-    ))
+    dlm_plugin_api::hash::fnv1a_64(unit.bytes().chain(metric.bytes()))
 }
 
 /// Tokens separated by spaces (single digits would otherwise run together).

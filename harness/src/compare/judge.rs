@@ -2,11 +2,10 @@
 //! by asv's rule (ratio of medians past a threshold and a Mann–Whitney test), confirmed on the
 //! CPU clock for CPU work.
 
-use super::cell::bootstrap;
 use super::{Better, Row, Status};
 use super::{LARGE_ABS_RATE_CHANGE, LARGE_REL_CHANGE};
 use crate::results::CellRecord;
-use crate::stats;
+use crate::stats::{self, bootstrap_ci, Resample};
 
 /// A wall-clock regression or improvement of CPU work stands only when the CPU clock finds the
 /// same; otherwise it is the machine (other processes on the cores), not the code: it is shown
@@ -83,7 +82,8 @@ pub(super) fn judge_timing(row: &mut Row, base: &[f64], new: &[f64], floor: f64,
             let picked: Vec<f64> = idx.iter().map(|&i| v[i]).collect();
             stats::quartiles(&picked).map_or(f64::NAN, |q| q.0)
         };
-        row.rel_ci = bootstrap(base.len(), new.len(), false, seed, |ib, inn| {
+        let resample = Resample::Unpaired(base.len(), new.len());
+        row.rel_ci = bootstrap_ci(resample, seed, |ib, inn| {
             median(new, inn) / median(base, ib) - 1.0
         });
         row.ci = row.rel_ci.map(|(lo, hi)| (lo * bm, hi * bm));

@@ -425,7 +425,7 @@ fn cell_rows(base: &RunData, new: &RunData, opts: &Options) -> Vec<Row> {
 fn rules(opts: &Options) -> Rules {
     Rules {
             confidence: 0.95,
-            bootstrap_resamples: metrics::BOOTSTRAP_RESAMPLES,
+            bootstrap_resamples: crate::stats::BOOTSTRAP_RESAMPLES,
             timing_noise: opts.timing_noise,
             min_rel_change: MIN_REL_CHANGE,
             min_abs_ser_change: MIN_ABS_RATE_CHANGE,

@@ -3,18 +3,11 @@
 //! step accounting and speedups. Everything here is a pure function of `samples.jsonl` and
 //! `cells.jsonl`, so summaries can always be recomputed.
 
+use crate::registry::{Aggregate, MetricDef};
 use crate::results::{CellRecord, CellStatus, SampleRecord};
-use crate::stats::quantile;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
+use crate::stats::{bootstrap_ci, unigram_entropy, Resample, Z95};
+pub use crate::summary::{CellSummary, MetricValue};
 use std::collections::{BTreeMap, HashMap, HashSet};
-
-/// Two-sided 95% normal quantile.
-const Z95: f64 = 1.959_963_984_540_054;
-
-/// Bootstrap resamples for the TER interval.
-pub const BOOTSTRAP_RESAMPLES: usize = 1000;
 
 /// `exp(-Σ log q / Σ |x|)`; `None` when some sequence has `q(x) = 0` (TER is infinite).
 pub fn ter(log_q: &[Option<f64>], lengths: &[usize]) -> Option<f64> {
@@ -29,25 +22,14 @@ pub fn ter(log_q: &[Option<f64>], lengths: &[usize]) -> Option<f64> {
     Some((-total / tokens as f64).exp())
 }
 
-/// Percentile bootstrap 95% CI of TER, resampling whole sequences. Deterministic for a seed.
-pub fn ter_bootstrap_ci(log_q: &[f64], lengths: &[usize], seed: u64) -> (f64, f64) {
-    let n = log_q.len();
-    if n == 0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut stats = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
-    for _ in 0..BOOTSTRAP_RESAMPLES {
-        let (mut lq, mut len) = (0.0, 0usize);
-        for _ in 0..n {
-            let i = rng.random_range(0..n);
-            lq += log_q[i];
-            len += lengths[i];
-        }
-        stats.push((-lq / len as f64).exp());
-    }
-    stats.sort_by(f64::total_cmp);
-    (quantile(&stats, 0.025), quantile(&stats, 0.975))
+/// Percentile bootstrap 95% CI of TER, resampling whole sequences ([`bootstrap_ci`]);
+/// `None` without sequences. Deterministic for a seed.
+pub fn ter_bootstrap_ci(log_q: &[f64], lengths: &[usize], seed: u64) -> Option<(f64, f64)> {
+    bootstrap_ci(Resample::One(log_q.len()), seed, |drawn, _| {
+        let log_q = drawn.iter().fold(0.0, |sum, &i| sum + log_q[i]);
+        let tokens: usize = drawn.iter().map(|&i| lengths[i]).sum();
+        (-log_q / tokens as f64).exp()
+    })
 }
 
 /// Wilson score 95% interval for `k` successes in `n` trials.
@@ -73,102 +55,6 @@ pub fn wilson_ci(k: usize, n: usize) -> (f64, f64) {
         (center + half).min(1.0)
     };
     (lo, hi)
-}
-
-/// Entropy (nats) of the token histogram of one sequence.
-pub fn unigram_entropy(tokens: &[u32]) -> f64 {
-    if tokens.is_empty() {
-        return 0.0;
-    }
-    // Ordered map: a fixed summation order keeps the result bit-for-bit reproducible.
-    let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
-    for &t in tokens {
-        *counts.entry(t).or_default() += 1;
-    }
-    let n = tokens.len() as f64;
-    counts
-        .values()
-        .map(|&c| {
-            let p = c as f64 / n;
-            -p * p.ln()
-        })
-        .sum()
-}
-
-/// One row of `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellSummary {
-    pub key: String,
-    pub unit: String,
-    pub task: String,
-    /// `reference` for the ground-truth row.
-    pub model: String,
-    pub sampler: Option<String>,
-    pub steps: Option<usize>,
-    pub length: usize,
-    pub seed: u64,
-    pub batch_size: usize,
-    pub status: CellStatus,
-    pub cause: Option<String>,
-    pub n: usize,
-    /// Token error rate; `None` if infinite (some sample outside the support) or failed.
-    pub ter: Option<f64>,
-    pub ter_ci: Option<(f64, f64)>,
-    /// Samples with `q(x) = 0` (make TER infinite).
-    pub zero_probability_samples: usize,
-    /// The task's exact optimum for this length.
-    pub optimal_ter: Option<f64>,
-    pub ser: Option<f64>,
-    pub ser_ci: Option<(f64, f64)>,
-    pub unigram_entropy: Option<f64>,
-    /// Mean first zero-probability position among samples outside the support.
-    pub mean_first_error: Option<f64>,
-    /// Zero-probability transitions per generated token.
-    pub invalid_transition_rate: Option<f64>,
-    /// Mean network calls per sample.
-    pub nfe: Option<f64>,
-    /// Network calls actually made, summed over batches.
-    pub batch_nfe: Option<u64>,
-    /// Generated tokens per network call of a sample.
-    pub tokens_per_forward: Option<f64>,
-    pub wall_seconds: Option<f64>,
-    /// Median over the cell's timed batches of generated tokens / wall seconds (the first
-    /// batch is a warm-up and not timed when there are at least two); see [`batch_throughputs`].
-    pub tokens_per_second: Option<f64>,
-    /// First and third quartile of the per-batch throughputs: the run's own timing spread.
-    #[serde(default)]
-    pub tokens_per_second_iqr: Option<(f64, f64)>,
-    /// Batches whose timing counts (the repeated measurements behind `tokens_per_second`).
-    #[serde(default)]
-    pub timed_batches: usize,
-    /// Median over timed batches of generated tokens per CPU second of the worker process.
-    #[serde(default)]
-    pub tokens_per_cpu_second: Option<f64>,
-    /// Throughput relative to this cell's AR baseline (`speedup_baseline`).
-    pub speedup: Option<f64>,
-    /// Key of the AR cell that speedups and verdicts of this cell are measured against.
-    pub speedup_baseline: Option<String>,
-    /// The sampler decodes one token per step (`steps` is the length, not a choice).
-    #[serde(default)]
-    pub one_step_per_token: bool,
-    /// Why that cell (or why none): the rule of [`resolve_baselines`] that chose it.
-    #[serde(default)]
-    pub baseline_rule: Option<String>,
-    pub device: Option<String>,
-    /// Metrics the task declares (`TaskDescription::metrics`), by name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub metrics: BTreeMap<String, MetricValue>,
-}
-
-/// A task-declared metric of one cell, with its declaration (so `summary.json` explains itself
-/// and `history` can plot it from summaries alone).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MetricValue {
-    pub value: Option<f64>,
-    pub ci: Option<(f64, f64)>,
-    /// Samples that carried a value.
-    pub n: usize,
-    pub declared: dlm_plugin_api::MetricDecl,
 }
 
 /// Whether a cell decodes a denoiser left to right, one token per step (as the model's plugin
@@ -361,6 +247,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         batch_size: spec.batch_size,
         status: c.status,
         cause: c.cause.clone(),
+        error_kind: c.error_kind,
         n: rows.len(),
         ter: None,
         ter_ci: None,
@@ -391,7 +278,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
     }
     let n = rows.len();
     for decl in c.task_description.iter().flat_map(|d| d.metrics.iter()) {
-        let def = crate::registry::MetricDef::declared(decl);
+        let def = MetricDef::declared(decl);
         let value = match decl.kind {
             dlm_plugin_api::MetricKind::PassAtK { k } => {
                 pass_at_k_value(decl, &def, rows, k, &c.unit)
@@ -417,7 +304,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
     }
     if s.ter.is_some() {
         let finite: Vec<f64> = log_q.iter().map(|l| l.unwrap_or(0.0)).collect();
-        s.ter_ci = Some(ter_bootstrap_ci(&finite, &lengths, seed_of(&c.unit)));
+        s.ter_ci = ter_bootstrap_ci(&finite, &lengths, seed_of(&c.unit));
     }
     let errors = rows.iter().filter(|r| !r.in_support).count();
     s.ser = Some(errors as f64 / n as f64);
@@ -502,7 +389,7 @@ pub fn batch_throughputs(cell: &CellRecord, samples: &[&SampleRecord], clock: Cl
 /// interval, means with a percentile bootstrap over samples (seeded by the unit and name).
 fn aggregate(
     decl: &dlm_plugin_api::MetricDecl,
-    def: &crate::registry::MetricDef,
+    def: &MetricDef,
     values: &[f64],
     unit: &str,
 ) -> MetricValue {
@@ -517,14 +404,11 @@ fn aggregate(
     }
     let mean = values.iter().sum::<f64>() / n as f64;
     let ci = match def.aggregate {
-        crate::registry::Aggregate::Rate => {
+        Aggregate::Rate => {
             let k = values.iter().filter(|&&v| v != 0.0).count();
             Some(wilson_ci(k, n))
         }
-        _ => Some(mean_bootstrap_ci(
-            values,
-            seed_of(unit) ^ seed_of_name(&def.name),
-        )),
+        _ => mean_bootstrap_ci(values, seed_of(unit) ^ seed_of_name(&def.name)),
     };
     MetricValue {
         value: Some(mean),
@@ -538,7 +422,7 @@ fn aggregate(
 /// samples, averaged, with a bootstrap CI over problems.
 fn pass_at_k_value(
     decl: &dlm_plugin_api::MetricDecl,
-    def: &crate::registry::MetricDef,
+    def: &MetricDef,
     rows: &[&SampleRecord],
     k: u64,
     unit: &str,
@@ -562,10 +446,7 @@ fn pass_at_k_value(
     let (value, ci) = match per_problem {
         Some(v) if !v.is_empty() => (
             Some(v.iter().sum::<f64>() / v.len() as f64),
-            Some(mean_bootstrap_ci(
-                &v,
-                seed_of(unit) ^ seed_of_name(&def.name),
-            )),
+            mean_bootstrap_ci(&v, seed_of(unit) ^ seed_of_name(&def.name)),
         ),
         _ => (None, None),
     };
@@ -577,21 +458,17 @@ fn pass_at_k_value(
     }
 }
 
-/// Percentile bootstrap 95% CI of a mean. Deterministic for a seed.
-pub fn mean_bootstrap_ci(values: &[f64], seed: u64) -> (f64, f64) {
-    let n = values.len();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut stats: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| (0..n).map(|_| values[rng.random_range(0..n)]).sum::<f64>() / n as f64)
-        .collect();
-    stats.sort_by(f64::total_cmp);
-    (quantile(&stats, 0.025), quantile(&stats, 0.975))
+/// Percentile bootstrap 95% CI of a mean ([`bootstrap_ci`]); `None` without values.
+/// Deterministic for a seed.
+pub fn mean_bootstrap_ci(values: &[f64], seed: u64) -> Option<(f64, f64)> {
+    bootstrap_ci(Resample::One(values.len()), seed, |drawn, _| {
+        drawn.iter().fold(0.0, |sum, &i| sum + values[i]) / drawn.len() as f64
+    })
 }
 
+/// The seed of a task-declared metric's bootstrap, from its name.
 fn seed_of_name(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
+    dlm_plugin_api::hash::fnv1a_64(name.bytes())
 }
 
 /// A stable 64-bit seed from a unit id (hex).

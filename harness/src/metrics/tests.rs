@@ -28,10 +28,11 @@ fn wilson_matches_known_values() {
 fn bootstrap_ci_brackets_the_estimate_and_is_deterministic() {
     let lq: Vec<f64> = (0..200).map(|i| -10.0 - (i % 7) as f64).collect();
     let lens = vec![8; 200];
-    let (lo, hi) = ter_bootstrap_ci(&lq, &lens, 1);
+    let (lo, hi) = ter_bootstrap_ci(&lq, &lens, 1).unwrap();
     let t = ter(&lq.iter().map(|&x| Some(x)).collect::<Vec<_>>(), &lens).unwrap();
     assert!(lo < t && t < hi, "{lo} {t} {hi}");
-    assert_eq!((lo, hi), ter_bootstrap_ci(&lq, &lens, 1));
+    assert_eq!(Some((lo, hi)), ter_bootstrap_ci(&lq, &lens, 1));
+    assert_eq!(ter_bootstrap_ci(&[], &[], 1), None);
 }
 
 /// A finished cell of `model` with `sampler` on task `t`, length 8, seed 0, batch 10.
@@ -74,6 +75,8 @@ fn cell(model: &str, sampler: &str, ar_model: bool, baseline: Option<&str>) -> C
         task_plugin: None,
         model_plugin: None,
         model_autoregressive: ar_model,
+        model_exact: false,
+        error_kind: None,
         one_step_per_token: ar_model || sampler == "left_to_right",
         batches: Vec::new(),
         device: None,

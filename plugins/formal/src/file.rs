@@ -96,14 +96,9 @@ impl Format {
     }
 }
 
-/// FNV-1a 64-bit hash, hex.
+/// FNV-1a 64-bit hash ([`dlm_sdk::fnv1a_64`]), hex.
 pub fn content_hash(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", dlm_sdk::fnv1a_64(bytes.iter().copied()))
 }
 
 /// Reads and validates a language file.

@@ -6,8 +6,6 @@
 //! [`plugin`] exposes it all to dlm-bench as the tasks `ngram`, `hmm`, `file` and `interval`
 //! and the model `oracle`.
 
-#![forbid(unsafe_code)]
-
 pub mod file;
 pub mod language;
 pub mod plugin;

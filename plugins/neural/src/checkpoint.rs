@@ -8,7 +8,7 @@
 //! version, or a fingerprint other than the one the caller expects.
 
 use crate::model::{ModelKind, NetConfig, Transformer};
-use crate::train::TrainConfig;
+use crate::train_config::TrainConfig;
 use burn::module::Module;
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device};

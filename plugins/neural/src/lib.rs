@@ -4,6 +4,7 @@
 //!
 //! * [`model`] — the network ([`Transformer`]), the SUBS output, the KV cache;
 //! * [`train`] — the MDLM and next-token losses and the training loop ([`train::train`]);
+//! * [`train_config`] — the training settings a checkpoint records;
 //! * [`checkpoint`] — checkpoint files with a fingerprinted JSON header;
 //! * [`plugin`] — the `dlm-neural` plugin: models `mdm` (every SDK denoiser sampler) and `ar`;
 //! * [`text`] — models that own a Hugging Face tokenizer and answer text tasks with text.
@@ -14,13 +15,12 @@
 //! `kv_cache_dtype` (`f32` or `bf16`, see [`model::KvDtype`]), and
 //! `tokenizer: PATH` (with `eos_token?`) for a model whose vocabulary is a Hugging Face tokenizer's.
 
-#![forbid(unsafe_code)]
-
 pub mod checkpoint;
 pub mod model;
 pub mod plugin;
 pub mod text;
 pub mod train;
+pub mod train_config;
 
 pub use checkpoint::{Checkpoint, CheckpointHeader, ModelIdentity};
 pub use model::{ModelKind, NetConfig, Transformer};
@@ -30,6 +30,12 @@ pub use train::{train, TrainConfig, TrainProgress};
 dlm_sdk::export_plugin!(plugin::NeuralPlugin);
 
 #[cfg(test)]
+mod kv_cache_tests;
+#[cfg(test)]
+mod plugin_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod text_tests;
+#[cfg(test)]
+mod training_tests;

@@ -127,10 +127,12 @@ fn edit(base: &str, from: &str, to: &str) -> String {
     base.replacen(from, to, 1)
 }
 
-#[test]
-fn every_validation_error_names_the_file_and_the_row() {
-    // (document, expected fragments of the message)
-    let cases: Vec<(String, Vec<&str>)> = vec![
+/// A document and fragments its error message must contain.
+type Case = (String, Vec<&'static str>);
+
+/// YAML documents with bad rows: sums, negative and NaN entries.
+fn bad_row_cases() -> Vec<Case> {
+    vec![
         // Row sums.
         (
             edit(BIGRAM, "[1, 0, 0]", "[0.9, 0, 0]"),
@@ -177,6 +179,12 @@ fn every_validation_error_names_the_file_and_the_row() {
                 "entry 0 is inf",
             ],
         ),
+    ]
+}
+
+/// YAML documents with bad shapes, and reachable rows that are all zero.
+fn bad_shape_cases() -> Vec<Case> {
+    vec![
         // Shapes.
         (
             edit(BIGRAM, "  - [1/3, 1/3, 1/3]   # after 2\n", ""),
@@ -243,6 +251,12 @@ fn every_validation_error_names_the_file_and_the_row() {
                 "hidden state 1 can occur",
             ],
         ),
+    ]
+}
+
+/// YAML documents with entries that are not numbers, and bad keys.
+fn bad_value_and_key_cases() -> Vec<Case> {
+    vec![
         // Entries that are not numbers.
         (
             edit(BIGRAM, "[1, 0, 0]", "[1, zero, 0]"),
@@ -322,15 +336,32 @@ fn every_validation_error_names_the_file_and_the_row() {
             vec!["lang.yaml:1:", "must be a mapping"],
         ),
         (String::new(), vec!["lang.yaml", "missing key `kind`"]),
-    ];
-    for (doc, fragments) in cases {
-        let e = yaml(&doc).map(|_| ()).unwrap_err().0;
-        for f in fragments {
-            assert!(e.contains(f), "error {e:?} lacks {f:?} for\n{doc}");
-        }
+    ]
+}
+
+fn assert_names(error: &str, fragments: &[&str], doc: &str) {
+    for f in fragments {
+        assert!(error.contains(f), "error {error:?} lacks {f:?} for\n{doc}");
     }
-    // JSON: the same errors, without line numbers.
-    let json_cases = [
+}
+
+#[test]
+fn every_validation_error_names_the_file_and_the_row() {
+    let cases = [
+        bad_row_cases(),
+        bad_shape_cases(),
+        bad_value_and_key_cases(),
+    ];
+    for (doc, fragments) in cases.into_iter().flatten() {
+        let e = yaml(&doc).map(|_| ()).unwrap_err().0;
+        assert_names(&e, &fragments, &doc);
+    }
+}
+
+#[test]
+fn every_json_validation_error_names_the_file() {
+    // The same errors as in YAML, without line numbers.
+    let cases = [
         (
             edit(HMM_JSON, "[0.2, 0.8]", "[0.2, 0.7]"),
             vec![
@@ -365,14 +396,12 @@ fn every_validation_error_names_the_file_and_the_row() {
         ),
         (edit(HMM_JSON, "}", ""), vec!["lang.json: ", "invalid JSON"]),
     ];
-    for (doc, fragments) in json_cases {
+    for (doc, fragments) in cases {
         let e = parse(&doc, Format::Json, "lang.json")
             .map(|_| ())
             .unwrap_err()
             .0;
-        for f in fragments {
-            assert!(e.contains(f), "error {e:?} lacks {f:?} for\n{doc}");
-        }
+        assert_names(&e, &fragments, &doc);
     }
 }
 

@@ -1,8 +1,8 @@
 //! The report's "Theorem checks" section: the verdict rows and the plots of
-//! [`crate::theory::TheoryReport`] (kept apart from `report.rs`, which only places them).
+//! [`crate::theory::TheoryReport`] (kept apart from `report/mod.rs`, which only places them).
 
-use crate::report::svg::{Chart, HLine, Marker, Point, Scale, Series, PALETTE};
-use crate::report::{fmt_num, Plot};
+use super::svg::{Chart, HLine, Marker, Point, Scale, Series, PALETTE};
+use super::{fmt_num, Plot};
 use crate::theory::{SerRole, TheoryReport, Verdict};
 use serde::Serialize;
 
