@@ -80,6 +80,18 @@ pub(super) fn serde_fields<T: serde::de::DeserializeOwned>() -> &'static [&'stat
     }
 }
 
+/// Every key the suite parser accepts, by place: the top level and the entries of `tasks`,
+/// `models` and `samplers` (the lists unknown keys are checked against). `tests/docs_reference.rs`
+/// holds docs/reference.md to it.
+pub fn suite_keys() -> [(&'static str, &'static [&'static str]); 4] {
+    [
+        ("suite", serde_fields::<RawSuite>()),
+        ("tasks", serde_fields::<RawTask>()),
+        ("models", serde_fields::<RawModel>()),
+        ("samplers", serde_fields::<RawSampler>()),
+    ]
+}
+
 /// The loader reads the first YAML document only: refuse a second one instead of ignoring it.
 /// A document marker is `---` (or `...`) at the start of a line; one before any content is
 /// fine.
