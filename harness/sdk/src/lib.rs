@@ -55,6 +55,7 @@
 // functions have no docs) while this applies to the library alone.
 #![warn(missing_docs)]
 
+pub mod data;
 pub mod device_name;
 pub mod sampler;
 #[cfg(feature = "tokenizers")]
@@ -122,17 +123,8 @@ impl PluginError {
     }
 }
 
-/// An untyped message is an internal error: classify it with a constructor where you can.
-impl From<String> for PluginError {
-    fn from(s: String) -> Self {
-        PluginError::internal(s)
-    }
-}
-impl From<&str> for PluginError {
-    fn from(s: &str) -> Self {
-        PluginError::internal(s)
-    }
-}
+// No `From<String>`/`From<&str>`: every error says what kind it is, so the compiler makes a
+// plugin choose (`PluginError::bad_config(..)`, …) and no user mistake reads as a bug.
 /// Plugins deserialise their suite configuration with serde_json, so its errors are
 /// configuration errors.
 impl From<serde_json::Error> for PluginError {

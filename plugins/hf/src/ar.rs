@@ -88,9 +88,15 @@ impl CheckpointGenerator {
                     return Ok(Tensor::<2>::zeros([batch, vocab], device).cast(FloatDType::F32));
                 }
             },
-            (None, true) => return Err("`next(None)` is only valid right after `begin`".into()),
+            (None, true) => {
+                return Err(PluginError::internal(
+                    "`next(None)` is only valid right after `begin`",
+                ))
+            }
             (Some(_), false) => {
-                return Err("the first `next` after `begin` appends nothing (`None`)".into())
+                return Err(PluginError::internal(
+                    "the first `next` after `begin` appends nothing (`None`)",
+                ))
             }
             (Some(tokens), true) => {
                 if tokens.len() != batch {

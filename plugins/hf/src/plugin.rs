@@ -126,10 +126,9 @@ pub fn open_checkpoint_model(
         ))
     })?;
     if open.train.is_some() || open.checkpoint.is_some() {
-        return Err(
-            "dlm-hf's checkpoints are not trained by the harness; remove `train:` from the model"
-                .into(),
-        );
+        return Err(PluginError::unsupported(
+            "dlm-hf's checkpoints are not trained by the harness; remove `train:` from the model",
+        ));
     }
     let task = &open.task.description;
     let Some(text) = &task.text else {
@@ -180,7 +179,9 @@ fn fixed_generation<M: Model + 'static>(
 ) -> Result<Box<dyn Model>> {
     match generation_length {
         None => Ok(Box::new(model)),
-        Some(0) => Err("generation_length must be at least 1".into()),
+        Some(0) => Err(PluginError::bad_config(
+            "generation_length must be at least 1",
+        )),
         Some(tokens) => Ok(Box::new(FixedGeneration {
             inner: model,
             tokens,

@@ -105,7 +105,7 @@ fn burn_device(name: DeviceName) -> Result<Device> {
         #[cfg(feature = "tch")]
         DeviceName::LibTorchCpu | DeviceName::LibTorchCuda(_) => libtorch_device(name),
         #[allow(unreachable_patterns)]
-        other => Err(PluginError::internal(format!(
+        other => Err(PluginError::unsupported(format!(
             "device {other:?} is not built into dlm-neural"
         ))),
     }
@@ -140,12 +140,18 @@ pub fn open_checkpoint(
     device: &Device,
 ) -> Result<Checkpoint> {
     let ckpt = match (&config.checkpoint, &config.init) {
-        (Some(path), None) => Checkpoint::load(path, config.fingerprint.as_deref(), device)?,
+        (Some(path), None) => Checkpoint::load(path, config.fingerprint.as_deref(), device)
+            .map_err(PluginError::bad_data)?,
         (None, Some(init)) => {
             if config.fingerprint.is_some() {
-                return Err("`fingerprint` applies to a `checkpoint` only".into());
+                return Err(PluginError::bad_config(
+                    "`fingerprint` applies to a `checkpoint` only",
+                ));
             }
-            let net = init.net_config()?.resolved(task.length)?;
+            let net = init
+                .net_config()?
+                .resolved(task.length)
+                .map_err(PluginError::bad_config)?;
             Checkpoint {
                 net: Transformer::new(kind, &net, task.vocab_size, config.seed, device),
                 header: CheckpointHeader::new(kind, net, task.clone(), None, config.seed),
@@ -365,9 +371,15 @@ impl ArGenerator {
         self.started = true;
         let new: Vec<u32> = match appended {
             None if fed == 1 && !started => vec![vocab as u32; batch],
-            None => return Err("`next(None)` is only valid right after `begin`".into()),
+            None => {
+                return Err(PluginError::internal(
+                    "`next(None)` is only valid right after `begin`",
+                ))
+            }
             Some(_) if !started => {
-                return Err("the first `next` after `begin` appends nothing (`None`)".into())
+                return Err(PluginError::internal(
+                    "the first `next` after `begin` appends nothing (`None`)",
+                ))
             }
             Some(tokens) => {
                 if tokens.len() != batch {
@@ -460,10 +472,9 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
     let ckpt = match &open.checkpoint {
         Some(trained) => {
             if config.checkpoint.is_some() {
-                return Err(
-                    "a model the harness trains takes its weights from the training; remove `checkpoint`"
-                        .into(),
-                );
+                return Err(PluginError::bad_config(
+                    "a model the harness trains takes its weights from the training; remove `checkpoint`",
+                ));
             }
             let path = std::path::Path::new(&trained.path);
             let ckpt =
@@ -471,7 +482,10 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
                     PluginError::bad_data(format!("{e}; delete {} to retrain it", path.display()))
                 })?;
             if let Some(init) = &config.init {
-                let wanted = init.net_config()?.resolved(task.length)?;
+                let wanted = init
+                    .net_config()?
+                    .resolved(task.length)
+                    .map_err(PluginError::bad_config)?;
                 if wanted != ckpt.header.identity.net {
                     return Err(PluginError::bad_config(format!(
                         "checkpoint {} holds architecture {:?}, the suite asks for {:?}",
@@ -603,11 +617,10 @@ impl TrainingModel {
         }
         let init = match (&config.init, &config.checkpoint) {
             (Some(init), None) => init,
-            _ => return Err(
+            _ => return Err(PluginError::bad_config(
                 "a model the harness trains needs `init: cpu | paper | {hidden, layers, heads}` \
-                     (its architecture) and no `checkpoint`"
-                    .into(),
-            ),
+                     (its architecture) and no `checkpoint`",
+            )),
         };
         let options: TrainOptions = match &settings.options {
             serde_json::Value::Null => serde_json::from_value(serde_json::json!({})),
@@ -627,7 +640,9 @@ impl TrainingModel {
 
 impl Model for TrainingModel {
     fn generate(&mut self, _request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
-        Err("this instance was opened for training; open the saved checkpoint to generate".into())
+        Err(PluginError::unsupported(
+            "this instance was opened for training; open the saved checkpoint to generate",
+        ))
     }
 
     fn train_step(

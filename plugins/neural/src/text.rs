@@ -13,7 +13,9 @@ use std::path::Path;
 pub fn open_tokenizer(path: Option<&Path>, eos_token: Option<&str>) -> Result<Option<HfTokenizer>> {
     let Some(path) = path else {
         if eos_token.is_some() {
-            return Err("`eos_token` applies with a `tokenizer: PATH` only".into());
+            return Err(PluginError::bad_config(
+                "`eos_token` applies with a `tokenizer: PATH` only",
+            ));
         }
         return Ok(None);
     };

@@ -103,7 +103,7 @@ impl ReplayModel {
                 open.task.task, open.task.plugin
             ))
         })?;
-        let set = read(&config.path, format).map_err(|e| PluginError::internal(e.to_string()))?;
+        let set = read(&config.path, format).map_err(|e| PluginError::bad_data(e.to_string()))?;
         let prefix = config.doc_id_prefix.unwrap_or_default();
         if let Some(ids) = &text.prompt_ids {
             check_known(&set, &prefix, ids)?;
