@@ -17,19 +17,7 @@ pub const MBPP_SANITIZED_FILE: &str = "mbpp/sanitized-mbpp.json";
 /// `humaneval/HumanEval.jsonl.gz`, relative to the data directory.
 pub const HUMANEVAL_FILE: &str = "humaneval/HumanEval.jsonl.gz";
 
-/// The repository's `data/SHA256SUMS` (`sha256sum` format), compiled in: the one table of pinned
-/// sums, shared with `dlm-reasoning` and checked against the files by `tests/data.rs`.
-const PINNED_SUMS: &str = include_str!("../../../data/SHA256SUMS");
-
-/// The pinned sha256 (lower-case hex) of `file`, a path relative to the data directory, from
-/// `data/SHA256SUMS`; `None` for a file the table does not list.
-pub fn pinned_sha256(file: &str) -> Option<&'static str> {
-    PINNED_SUMS.lines().find_map(|line| {
-        // `<sum>  <name>`, or `<sum> *<name>` as `sha256sum --binary` writes it.
-        let (sum, rest) = line.split_once(' ')?;
-        (rest.strip_prefix([' ', '*'])? == file).then_some(sum)
-    })
-}
+pub use dlm_sdk::data::pinned_sha256;
 
 /// MBPP's test split (task ids 11–510, the README's evaluation set).
 pub const MBPP_TEST_IDS: std::ops::RangeInclusive<u32> = 11..=510;
@@ -130,20 +118,12 @@ pub struct DataDir {
 impl DataDir {
     /// `$DLM_BENCH_DATA` (if set and not empty), or [`DataDir::default_root`].
     pub fn from_env() -> Self {
-        match std::env::var_os("DLM_BENCH_DATA") {
-            Some(p) if !p.is_empty() => Self::new(p),
-            _ => Self::new(Self::default_root()),
-        }
+        Self::new(dlm_sdk::data::data_dir())
     }
 
-    /// `<workspace root>/data`, the copies committed with the repository (this crate is
-    /// `<workspace root>/plugins/code`).
+    /// `<workspace root>/data`, the copies committed with the repository.
     pub fn default_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .nth(2)
-            .expect("the crate lies two folders below the workspace root")
-            .join("data")
+        dlm_sdk::data::repository_data_dir()
     }
 
     /// A given directory; sha256 checking on.

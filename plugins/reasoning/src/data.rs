@@ -9,22 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::answer::gold_answer;
 use crate::arith::parse_answer;
 
-/// Environment variable naming the data directory (the folder that holds `gsm8k/`).
-pub const DATA_ENV: &str = "DLM_BENCH_DATA";
-
-/// The repository's `data/SHA256SUMS` (`sha256sum` format), compiled in: the one table of pinned
-/// sums, shared with `dlm-code` and checked against the files by `tests/data.rs`.
-const PINNED_SUMS: &str = include_str!("../../../data/SHA256SUMS");
-
-/// The pinned sha256 (lower-case hex) of `file`, a path relative to the data directory, from
-/// `data/SHA256SUMS`; `None` for a file the table does not list.
-pub fn pinned_sha256(file: &str) -> Option<&'static str> {
-    PINNED_SUMS.lines().find_map(|line| {
-        // `<sum>  <name>`, or `<sum> *<name>` as `sha256sum --binary` writes it.
-        let (sum, rest) = line.split_once(' ')?;
-        (rest.strip_prefix([' ', '*'])? == file).then_some(sum)
-    })
-}
+pub use dlm_sdk::data::{pinned_sha256, DATA_ENV};
 
 /// A GSM8K split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,23 +107,7 @@ pub enum DataError {
     },
 }
 
-/// The data directory: `$DLM_BENCH_DATA` if set (and not empty), else [`repository_data_dir`].
-pub fn default_data_dir() -> PathBuf {
-    match std::env::var_os(DATA_ENV) {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => repository_data_dir(),
-    }
-}
-
-/// `<workspace root>/data`, the copies committed with the repository (this crate is
-/// `<workspace root>/plugins/reasoning`).
-pub fn repository_data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the crate lies two folders below the workspace root")
-        .join("data")
-}
+pub use dlm_sdk::data::{data_dir as default_data_dir, repository_data_dir};
 
 /// Loads a split from `data_dir`, checking its sha256 and every line.
 pub fn load(data_dir: &Path, split: Split) -> Result<Vec<Problem>, DataError> {
