@@ -662,4 +662,16 @@ fn every_crate_but_the_plugin_api_inherits_the_workspace_lints() {
         "without `[lints] workspace = true`: {}",
         missing.join(", ")
     );
+    // The plugin API denies `unsafe` itself and lifts it for its loader module only.
+    let api = std::fs::read_to_string(root().join("harness/plugin-api/src/lib.rs")).unwrap();
+    assert!(
+        api.contains("#![deny(unsafe_code)]")
+            && api.contains("#[allow(unsafe_code)]\npub mod abi;"),
+        "harness/plugin-api/src/lib.rs must deny unsafe_code and allow it for `abi` only"
+    );
+    assert_eq!(
+        api.matches("allow(unsafe_code)").count(),
+        1,
+        "only the `abi` module of the plugin API may use `unsafe`"
+    );
 }
