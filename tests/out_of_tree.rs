@@ -38,9 +38,20 @@ fn package_field(manifest: &str, key: &str) -> String {
     line.split('"').nth(1).unwrap().to_string()
 }
 
-/// Writes the guide's crate of section `heading` under `dir`, builds it into `target` and
-/// returns its manifest and library.
+/// Writes the guide's crate of section `heading` under `dir` (its `src/lib.rs` is the section's
+/// first ```rust block), builds it into `target` and returns its manifest and library.
 fn build_guide_crate(heading: &str, dir: &Path, target: &Path) -> (String, PathBuf) {
+    build_guide_crate_from(heading, &[("lib.rs", "rust")], dir, target)
+}
+
+/// As [`build_guide_crate`], with the section's sources: each `(file under src/, language of
+/// its fenced block)`.
+fn build_guide_crate_from(
+    heading: &str,
+    sources: &[(&str, &str)],
+    dir: &Path,
+    target: &Path,
+) -> (String, PathBuf) {
     let manifest = guide_block(heading, "toml");
     assert!(
         manifest.contains(GUIDE_SDK_PATH) && manifest.contains("\n[workspace]"),
@@ -55,7 +66,9 @@ fn build_guide_crate(heading: &str, dir: &Path, target: &Path) -> (String, PathB
         manifest.replace(GUIDE_SDK_PATH, &sdk),
     )
     .unwrap();
-    std::fs::write(krate.join("src/lib.rs"), guide_block(heading, "rust")).unwrap();
+    for (file, language) in sources {
+        std::fs::write(krate.join("src").join(file), guide_block(heading, language)).unwrap();
+    }
     // Same dependency versions as ours, without touching our target directory.
     std::fs::copy(root().join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
     let built = Command::new(env!("CARGO"))
@@ -142,4 +155,53 @@ fn the_plugin_guide_examples_built_out_of_tree_run_from_a_suite() {
             "the manifest records the out-of-tree plugin {name} {version}"
         );
     }
+}
+
+/// The guide's sampler crate (a sampler in its own file, one registry line) builds out of tree,
+/// and its `ordered` sampler runs from a suite: with `from: right` every step commits the
+/// quota of masked positions nearest the end, whatever the model says, so three steps over
+/// eight positions cost three network calls; a parameter outside its options fails the cell
+/// with the message the guide promises.
+#[test]
+fn the_plugin_guide_sampler_built_out_of_tree_runs_from_a_suite() {
+    let dir = scratch("out-of-tree-sampler");
+    let target = dir.join("target");
+    let (_, lib) = build_guide_crate_from(
+        "## A sampler",
+        &[("ordered.rs", "rust"), ("lib.rs", "rust,ignore")],
+        &dir,
+        &target,
+    );
+    let suite = dir.join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: oot-sampler\nsamples: 20\nbatch_size: 10\nlengths: [8]\nseeds: [1]\nreference: false\ntasks:\n  - {{name: bigram, plugin: dlm-formal, task: ngram, config: {{order: 2, variant: ter}}}}\nmodels:\n  - {{name: mine, plugin: {lib:?}, model: uniform}}\nsamplers:\n  - {{sampler: ordered, steps: [3], params: {{from: right}}}}\n  - {{sampler: ordered, steps: [3], params: {{from: up}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let r = run(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(3), "one cell fails: {}", text(&r));
+    let s = summary(&out);
+    let rows: Vec<_> = s
+        .iter()
+        .filter(|c| c["sampler"] == "ordered" && c["model"] == "mine")
+        .collect();
+    assert_eq!(rows.len(), 2, "{s:?}");
+    let ok: Vec<_> = rows.iter().filter(|c| c["status"] == "ok").collect();
+    assert_eq!(ok.len(), 1, "{rows:?}");
+    assert_eq!(ok[0]["nfe"], 3.0, "one network call per step: {}", ok[0]);
+    let failed = rows.iter().find(|c| c["status"] == "failed").unwrap();
+    let cause = failed["cause"].as_str().unwrap();
+    assert!(
+        cause.contains("from must be one of: left, right"),
+        "{cause}"
+    );
+    assert_eq!(failed["error_kind"], "bad_config", "{failed}");
 }
