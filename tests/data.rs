@@ -188,12 +188,12 @@ fn skips_turn_into_failures_where_the_dependency_is_required() {
     let library = skip::Dependency {
         name: "a library",
         fix: "build it",
-        require_var: Some("DLM_BENCH_REQUIRE_LIBRARY"),
+        require_var: Some("EXAMPLE_REQUIRE_LIBRARY"),
         required_in_ci: false,
     };
     assert_eq!(skip::requirement(&library, env(&[("CI", "true")])), None);
     assert_eq!(
-        skip::requirement(&library, env(&[("DLM_BENCH_REQUIRE_LIBRARY", "1")])).as_deref(),
-        Some("DLM_BENCH_REQUIRE_LIBRARY=1")
+        skip::requirement(&library, env(&[("EXAMPLE_REQUIRE_LIBRARY", "1")])).as_deref(),
+        Some("EXAMPLE_REQUIRE_LIBRARY=1")
     );
 }

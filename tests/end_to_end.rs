@@ -254,9 +254,9 @@ fn a_suite_outside_the_repository_uses_the_harness_checkout() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     match head {
         Some(head) => assert_eq!(manifest["git_commit"], head.as_str()),
-        None => eprintln!(
-            "skipped the commit check: {} is not a git checkout",
-            root().display()
+        None => skip::absent(
+            &skip::GIT_CHECKOUT,
+            format!("{} is not a git checkout", root().display()),
         ),
     }
 

@@ -61,5 +61,10 @@ fi
 if [ "${1:-}" = "--diff" ]; then exit 0; fi
 # The patch's own tests: the kernels it changes (their tests compare bits with the unpatched
 # algorithms). Its own target dir, removed afterwards: nothing is shared with our workspace.
-(cd "patches/$crate" && CARGO_TARGET_DIR="$work/target" \
+# They run from a copy that carries our Cargo.lock, so the crate is tested with the dependency
+# versions the workspace builds it with, not whatever is newest on crates.io.
+cp -r "patches/$crate" "$work/tested"
+rm -rf "$work/tested/target"
+cp Cargo.lock "$work/tested/Cargo.lock"
+(cd "$work/tested" && CARGO_TARGET_DIR="$work/target" \
   cargo test --release --lib -- attention_bf16_kv ops::attention ops::unary ops::activation)

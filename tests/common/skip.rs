@@ -55,6 +55,14 @@ pub const CHROMIUM: Dependency<'static> = Dependency {
     required_in_ci: true,
 };
 
+/// A git checkout of the repository (CI always clones one), for the run identity's commit.
+pub const GIT_CHECKOUT: Dependency<'static> = Dependency {
+    name: "a git checkout",
+    fix: "run the tests from a clone of the repository",
+    require_var: None,
+    required_in_ci: true,
+};
+
 /// A one-node Slurm cluster (and root to start it), for tests/slurm.rs.
 pub const SLURM: Dependency<'static> = Dependency {
     name: "Slurm (and root)",

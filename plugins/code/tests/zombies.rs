@@ -17,7 +17,14 @@ use dlm_code::{SandboxConfig, TestProgram};
 fn children() -> Vec<(i32, char, String)> {
     let mut pids = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let listed = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        // A kernel without CONFIG_PROC_CHILDREN has no such file: fail rather than find nothing.
+        let file = task.path().join("children");
+        let listed = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (this test needs /proc/*/task/*/children)",
+                file.display()
+            )
+        });
         pids.extend(
             listed
                 .split_whitespace()

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// A check of Feng et al.'s theorems that a task declares it is an instance of (see
-/// [`TaskDescription::theorem_checks`]). The harness runs a check on the cells of tasks that
-/// declare it, sampled by a model with the `oracle` capability (the exact denoiser), over
-/// several lengths.
+/// [`TaskDescription::theorem_checks`](crate::TaskDescription::theorem_checks)). The harness
+/// runs a check on the cells of tasks that declare it, sampled by a model with the `oracle`
+/// capability (the exact denoiser), over several lengths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "theorem", rename_all = "snake_case")]
 #[non_exhaustive]
