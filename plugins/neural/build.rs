@@ -26,7 +26,7 @@ about 7 GB) and point the build at it:
     source .venv-tch/bin/activate && export LIBTORCH_USE_PYTORCH=1
 
 or set LIBTORCH to an unpacked LibTorch 2.9.0 (the folder holding lib/ and include/).
-See the README, section \"The tch backend (LibTorch)\".";
+See docs/user-guide.md, section \"The tch backend (LibTorch)\".";
 
 fn var(name: &str) -> Option<String> {
     println!("cargo:rerun-if-env-changed={name}");

@@ -506,7 +506,7 @@ pub(super) fn check_shape(node: &Node, source: &SuiteSource) -> Result<(), Suite
     if top.is_empty() {
         return Err(c.err(
             node,
-            "the suite is empty; it needs `name`, `lengths`, `tasks`, `models` and `samplers` (README, \"Suites\")",
+            "the suite is empty; it needs `name`, `lengths`, `tasks`, `models` and `samplers` (docs/reference.md lists every key)",
         ));
     }
     c.keys(
