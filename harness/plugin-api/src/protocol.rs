@@ -9,8 +9,10 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 mod errors;
+mod provenance;
 mod theorem;
 pub use errors::*;
+pub use provenance::*;
 pub use theorem::*;
 
 /// Names of the methods a component answers through `call`.
@@ -37,6 +39,10 @@ pub mod method {
     pub const MODEL_SAVE: &str = "model.save";
     /// Model (capability `loglikelihood`): `TokenBatch` → `LoglikelihoodReply`.
     pub const MODEL_LOGLIKELIHOOD: &str = "model.loglikelihood";
+    /// Model: `{}` → `PromptIdsReply`; the prompt ids the model can answer, where it answers
+    /// a fixed set (replayed generations), for a suite's `docs_from_replay: true`. Since API
+    /// 1.5.
+    pub const MODEL_PROMPT_IDS: &str = "model.prompt_ids";
 }
 
 /// Which kind of component an instance is.
@@ -200,6 +206,22 @@ pub struct ModelOpenConfig {
     /// Present when the harness trained this model earlier: load these weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<TrainedCheckpoint>,
+    /// The folder of the suite file: relative paths in `config` are relative to it (see
+    /// [`ModelOpenConfig::resolve`]). `None` from an older host, or outside a suite. Since
+    /// API 1.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
+}
+
+impl ModelOpenConfig {
+    /// A path from `config` as the suite means it: an absolute path as it is, a relative one
+    /// joined to [`base_dir`](Self::base_dir) (the suite file's folder) when the host gave one.
+    pub fn resolve(&self, path: &std::path::Path) -> std::path::PathBuf {
+        match &self.base_dir {
+            Some(base) if path.is_relative() => std::path::Path::new(base).join(path),
+            _ => path.to_owned(),
+        }
+    }
 }
 
 /// How the harness trains a model. The harness draws the data (fresh ground-truth sequences
@@ -357,6 +379,13 @@ pub struct TaskDescription {
     /// names. Since API 1.4.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub theorem_checks: Vec<TheoremCheck>,
+    /// How a text task's numbers are made (data files and their sums, prompt template, few-shot
+    /// count, answer filters, scoring mode, deliberate differences from the reference tool):
+    /// the harness records it per cell in the run's manifest and states it in `summary.json`
+    /// and the report. `None` for tasks that do not say (older plugins: the field is absent and
+    /// reads as `None`). Since API 1.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<TaskProvenance>,
 }
 
 impl TaskDescription {
@@ -404,6 +433,10 @@ pub struct TextTaskInfo {
     /// have. `None` for procedural tasks. Since API 1.3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_ids: Option<Vec<String>>,
+    /// The task can score a whole program in place of a completion (a code task given an
+    /// evalplus `solution`): see [`ScoreTextRequest::whole_programs`]. Since API 1.5.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_programs: bool,
 }
 
 impl TextTaskInfo {
@@ -463,6 +496,21 @@ pub struct Completion {
 pub struct ScoreTextRequest {
     /// The completions, in sample order.
     pub completions: Vec<Completion>,
+    /// Every completion is a whole program that replaces prompt + completion (the model said
+    /// so with [`GenerateReply::whole_programs`]): run it as given, never cut at a stop
+    /// string. Sent only to a task whose [`TextTaskInfo::whole_programs`] is set. Since API
+    /// 1.5.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_programs: bool,
+}
+
+/// `model.prompt_ids` reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PromptIdsReply {
+    /// The prompt ids the model answers, in its own order; `None` when it answers any prompt
+    /// (a model that generates).
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
 }
 
 /// A metric a task declares (see [`TaskDescription::metrics`]). Build it with
@@ -735,4 +783,10 @@ pub struct GenerateReply {
     /// API 1.2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub texts: Option<Vec<String>>,
+    /// The `texts` are whole programs (an evalplus `solution`), not continuations of the
+    /// prompts: the harness does not cut them at stop strings and asks the task to score them
+    /// as programs ([`ScoreTextRequest::whole_programs`]), refusing a task that cannot. Since
+    /// API 1.5.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_programs: bool,
 }

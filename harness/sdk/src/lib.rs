@@ -202,6 +202,14 @@ pub trait Task: Send {
             "this task scores no text completions (it is not a text task)",
         ))
     }
+
+    /// Text tasks that set [`TextTaskInfo::whole_programs`]: score completions that are whole
+    /// programs (an evalplus `solution`), each run as given in place of prompt + completion.
+    fn score_programs(&mut self, _programs: &[Completion]) -> Result<Vec<SampleScore>> {
+        Err(PluginError::unsupported(
+            "this task scores no whole programs, only completions that continue its prompts",
+        ))
+    }
 }
 
 /// A model: answers `generate`. Most models are a [`DenoiserModel`].
@@ -216,6 +224,27 @@ pub trait Model: Send {
     /// from its own random stream [`sampler::sample_rng`]`(seed, first_index + i)`, so tokens
     /// do not depend on batching. The reply's `lengths` are filled in by the SDK.
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)>;
+
+    /// Generate as [`Model::generate`], where the first `left_padding[i]` tokens of prompt `i`
+    /// (`request.prompts`) are padding: every other position of the row must come out exactly
+    /// as it would for the row alone without them (padding hidden from attention, positions
+    /// counted from the first real token). `tokenizer::TextModel` left-pads a batch this way
+    /// so that every prompt gets the same completion region whatever shares its batch. The
+    /// default runs rows without padding and refuses padding as unsupported, rather than let
+    /// the model attend to it; `sampler::device::TensorDenoiserModel` (through
+    /// `TensorDenoiser::set_left_padding`) and the autoregressive models support it.
+    fn generate_left_padded(
+        &mut self,
+        request: &GenerateRequest,
+        left_padding: &[usize],
+    ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        if left_padding.iter().all(|&p| p == 0) {
+            return self.generate(request);
+        }
+        Err(PluginError::unsupported(
+            "this model cannot hide left padding from its attention, which a batch of prompts of different lengths with a fixed generation length needs; use `batch_size: 1` or a model that supports padding",
+        ))
+    }
 
     /// One optimiser step on `batch` (real tokens only, every sequence of the task's length).
     /// `prompt_lengths[i]` leading tokens of sequence `i` are its prompt (text tasks): condition
@@ -248,6 +277,13 @@ pub trait Model: Send {
         Err(PluginError::unsupported(
             "this model cannot be trained by the harness (no `train` capability)",
         ))
+    }
+
+    /// The prompt ids this model can answer, where it answers a fixed set (a model replaying
+    /// generations made elsewhere); `None` (the default) for a model that generates for any
+    /// prompt. A suite's `docs_from_replay: true` scores exactly these documents.
+    fn prompt_ids(&mut self) -> Result<Option<Vec<String>>> {
+        Ok(None)
     }
 }
 
@@ -410,9 +446,12 @@ impl PluginInstance for TaskInstance {
             method::TASK_SCORE_TEXT => {
                 let req: ScoreTextRequest =
                     parse_json(request_json).map_err(PluginError::into_wire)?;
-                let scores = task
-                    .score_text(&req.completions)
-                    .map_err(PluginError::into_wire)?;
+                let scores = if req.whole_programs {
+                    task.score_programs(&req.completions)
+                } else {
+                    task.score_text(&req.completions)
+                }
+                .map_err(PluginError::into_wire)?;
                 Ok((to_json(&ScoreReply { scores })?, Vec::new()))
             }
             other => Err(format!("a task does not answer `{other}`")),
@@ -465,6 +504,10 @@ impl PluginInstance for ModelInstance {
                     .evaluate(&batch, &prompts)
                     .map_err(PluginError::into_wire)?;
                 Ok((to_json(&reply)?, Vec::new()))
+            }
+            method::MODEL_PROMPT_IDS => {
+                let ids = self.0.prompt_ids().map_err(PluginError::into_wire)?;
+                Ok((to_json(&PromptIdsReply { ids })?, Vec::new()))
             }
             method::MODEL_SAVE => {
                 let req: SaveRequest = parse_json(request_json).map_err(PluginError::into_wire)?;
