@@ -153,6 +153,13 @@ impl HfTokenizer {
 /// the module documentation). Per sample, `generated_tokens` counts the completion's tokens
 /// only: up to the end-of-text token and, where a stop string cut the text, the tokens of
 /// what is left (re-encoded); prompt and padding never count. NFE is the wrapped model's.
+///
+/// **Completion region.** By default a prompt's completion is what the request's `length`
+/// leaves after it. With [`with_generation_length`](Self::with_generation_length) (LLaDA's
+/// `gen_length`) every prompt gets exactly that many completion positions, whatever shares
+/// its batch: the batch is left-padded (with the end-of-text id) so that every prompt ends
+/// where the longest does, and the wrapped model is asked to hide the padding
+/// ([`Model::generate_left_padded`]). A sample then never depends on its batch companions.
 pub struct TextModel<M: Model> {
     /// The token-level model; its vocabulary must be the tokenizer's.
     pub model: M,
@@ -161,6 +168,14 @@ pub struct TextModel<M: Model> {
     /// The task's stop strings: a completion is cut before the first one it contains.
     pub stop: Vec<String>,
     eos: u32,
+    fixed: Option<FixedRegion>,
+}
+
+/// A completion region of `tokens` positions after every prompt, within `max_length`.
+#[derive(Debug, Clone, Copy)]
+struct FixedRegion {
+    tokens: usize,
+    max_length: usize,
 }
 
 impl<M: Model> TextModel<M> {
@@ -179,10 +194,76 @@ impl<M: Model> TextModel<M> {
             tokenizer,
             stop,
             eos,
+            fixed: None,
         })
     }
 
-    /// The prompts of `request` as token ids, each leaving room for a completion.
+    /// Give every prompt exactly `tokens` completion positions (see the type's documentation),
+    /// whatever the request's length, which then only labels the cell; `max_length` is the
+    /// model's number of positions, which the longest prompt of a batch plus `tokens` may not
+    /// exceed. An error when `tokens` is 0.
+    pub fn with_generation_length(mut self, tokens: usize, max_length: usize) -> Result<Self> {
+        if tokens == 0 {
+            return Err(PluginError::bad_config(
+                "generation_length must be at least 1",
+            ));
+        }
+        self.fixed = Some(FixedRegion { tokens, max_length });
+        Ok(self)
+    }
+
+    /// The token-level request for `request`'s prompts (`prompts`, encoded) and the left
+    /// padding of each: none, or with a fixed region each prompt padded in front to the
+    /// longest, the length that longest plus the region, and a one-position-per-step sampler's
+    /// steps that length.
+    fn token_request(
+        &self,
+        request: &GenerateRequest,
+        prompts: Vec<Vec<u32>>,
+    ) -> Result<(GenerateRequest, Vec<usize>)> {
+        let Some(FixedRegion { tokens, max_length }) = self.fixed else {
+            let padding = vec![0; prompts.len()];
+            let inner = GenerateRequest {
+                prompts: Some(prompts),
+                prompt_texts: None,
+                ..request.clone()
+            };
+            return Ok((inner, padding));
+        };
+        let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
+        let length = longest + tokens;
+        if length > max_length {
+            return Err(PluginError::bad_config(format!(
+                "the longest prompt of the batch ({longest} tokens) plus generation_length {tokens} exceeds the model's {max_length} positions"
+            )));
+        }
+        let padding: Vec<usize> = prompts.iter().map(|p| longest - p.len()).collect();
+        let padded = prompts
+            .into_iter()
+            .zip(&padding)
+            .map(|(p, &pad)| {
+                let mut row = vec![self.eos; pad];
+                row.extend(p);
+                row
+            })
+            .collect();
+        let mut sampler = request.sampler.clone();
+        if crate::sampler::info(&sampler.name).one_step_per_token {
+            // One position per step: the step count follows the length it decodes.
+            sampler.steps = length;
+        }
+        let inner = GenerateRequest {
+            length,
+            sampler,
+            prompts: Some(padded),
+            prompt_texts: None,
+            ..request.clone()
+        };
+        Ok((inner, padding))
+    }
+
+    /// The prompts of `request` as token ids, each leaving room for a completion at the
+    /// request's length (unless the region is fixed, which sets the length itself).
     fn encode_prompts(&self, request: &GenerateRequest) -> Result<Vec<Vec<u32>>> {
         let prompts = request.prompt_texts.as_ref().ok_or_else(|| {
             PluginError::unsupported(
@@ -200,7 +281,7 @@ impl<M: Model> TextModel<M> {
             .iter()
             .map(|p| {
                 let ids = self.tokenizer.encode(&p.text)?;
-                if ids.len() >= request.length {
+                if self.fixed.is_none() && ids.len() >= request.length {
                     return Err(PluginError::bad_config(format!(
                         "prompt `{}` takes {} tokens of tokenizer {}, leaving no room for a completion at length {}; raise `lengths`",
                         p.id,
@@ -234,13 +315,9 @@ impl<M: Model> TextModel<M> {
 
 impl<M: Model> Model for TextModel<M> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
-        let prompts = self.encode_prompts(request)?;
-        let inner = GenerateRequest {
-            prompts: Some(prompts.clone()),
-            prompt_texts: None,
-            ..request.clone()
-        };
-        let (sequences, reply) = self.model.generate(&inner)?;
+        let (inner, padding) = self.token_request(request, self.encode_prompts(request)?)?;
+        let (sequences, reply) = self.model.generate_left_padded(&inner, &padding)?;
+        let prompts = inner.prompts.unwrap_or_default();
         if sequences.len() != prompts.len() || reply.samples.len() != prompts.len() {
             return Err(PluginError::bad_data(format!(
                 "the model returned {} sequences and {} statistics for a batch of {}",
@@ -459,5 +536,75 @@ mod tests {
         assert!(e.contains("raise `lengths`") && e.contains("`p0`"), "{e}");
         let e = m.train_step(0, &[], &[]).unwrap_err().to_string();
         assert!(e.contains("cannot be trained by the harness"), "{e}");
+    }
+
+    /// A model that records the padding it is asked to hide, then answers as `Fixed`.
+    struct Padded {
+        fixed: Fixed,
+        seen: Vec<(usize, Vec<usize>, Vec<Vec<u32>>)>,
+    }
+
+    impl Model for Padded {
+        fn generate(&mut self, r: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+            self.fixed.generate(r)
+        }
+        fn generate_left_padded(
+            &mut self,
+            r: &GenerateRequest,
+            left_padding: &[usize],
+        ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+            let prompts = r.prompts.clone().unwrap();
+            self.seen.push((r.length, left_padding.to_vec(), prompts));
+            self.fixed.generate(r)
+        }
+    }
+
+    #[test]
+    fn a_generation_length_left_pads_every_prompt_to_the_same_region() {
+        // Region: a = b </s> …; prompts of 2 and 1 tokens, 3 completion positions each.
+        let (_dir, tok) = words();
+        let model = Padded {
+            fixed: Fixed(vec![2, 4, 3]),
+            seen: Vec::new(),
+        };
+        let mut m = TextModel::new(model, tok, Vec::new())
+            .unwrap()
+            .with_generation_length(3, 16)
+            .unwrap();
+        // The request's length (1) only labels the cell.
+        let (_, reply) = m.generate(&request(&["a b", "b"], 1)).unwrap();
+        let (length, padding, prompts) = &m.model.seen[0];
+        assert_eq!((*length, padding.clone()), (5, vec![0, 1]));
+        assert_eq!(
+            prompts,
+            &vec![vec![2, 3], vec![1, 3]],
+            "padded with end-of-text"
+        );
+        assert_eq!(reply.texts.unwrap(), vec!["a = b", "a = b"]);
+        assert!(reply.samples.iter().all(|s| s.generated_tokens == 3));
+
+        // A model that cannot hide padding runs a single prompt, and refuses a padded batch.
+        let (_dir, tok) = words();
+        let mut m = TextModel::new(Fixed(vec![2, 4, 3]), tok, Vec::new())
+            .unwrap()
+            .with_generation_length(3, 16)
+            .unwrap();
+        let (_, reply) = m.generate(&request(&["a b"], 1)).unwrap();
+        assert_eq!(reply.texts.unwrap(), vec!["a = b"]);
+        let e = m.generate(&request(&["a b", "b"], 1)).unwrap_err();
+        assert!(e.to_string().contains("`batch_size: 1`"), "{e}");
+        let e = m.generate(&request(&["a b a b a b a b a b a b a b"], 1));
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("generation_length 3") && e.contains("16 positions"),
+            "{e}"
+        );
+        let (_dir, tok) = words();
+        let e = TextModel::new(Fixed(Vec::new()), tok, Vec::new())
+            .unwrap()
+            .with_generation_length(0, 16)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("at least 1"), "{e}");
     }
 }

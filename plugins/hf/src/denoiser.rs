@@ -11,6 +11,15 @@
 //! 126464 rows), and the column of `mask_token_id` gets probability 0 so that no sampler ever
 //! writes a mask token as a "real" one. The softmax is over the remaining ids.
 //!
+//! **The full row** ([`CheckpointDenoiser::with_full_row`], dlm-hf's default for text): as the
+//! reference decoders (LLaDA's `generate.py`, Dream's `_sample`) do, the samplers see the
+//! network's whole output row — every embedding row, the padding past the tokenizer and the
+//! mask token's column included — so the softmax, the argmax and every confidence are theirs.
+//! `vocab_size()` is then the number of rows and the SDK's mask id is that number (mapped to
+//! `mask_token_id` on the way in). A sampler may then commit an id the tokenizer lacks (decoded
+//! as nothing) or the mask token's id itself, which the network reads as a mask again, as in
+//! the references; unlike them, the SDK counts that position as decided and never redraws it.
+//!
 //! **Dream's shift.** Dream was trained to predict the token at position i from the output at
 //! position i − 1; its generation code shifts the logits right by one (position 0 keeps its
 //! own). [`CheckpointDenoiser::logits`] applies that, so both architectures answer "the
@@ -32,6 +41,11 @@ pub struct CheckpointDenoiser {
     mask_token_id: u32,
     /// Device label recorded with timings.
     label: String,
+    /// Whether the samplers see the network's whole output row (see the module documentation).
+    full_row: bool,
+    /// Padding positions at the front of each row, hidden in the forward passes (set by the
+    /// SDK for a left-padded batch; empty: none).
+    left_padding: Vec<usize>,
 }
 
 impl CheckpointDenoiser {
@@ -54,7 +68,26 @@ impl CheckpointDenoiser {
             vocab,
             mask_token_id,
             label,
+            left_padding: Vec::new(),
+            full_row: false,
         })
+    }
+
+    /// Let the samplers see the network's whole output row (`true`, as the reference decoders
+    /// do) or only the tokenizer's ids without the mask token (`false`).
+    pub fn with_full_row(mut self, full_row: bool) -> Self {
+        self.full_row = full_row;
+        self
+    }
+
+    /// The ids the samplers draw from, `0..sampler_vocab()`; the SDK's mask id is
+    /// `sampler_vocab()`: the tokenizer's size, or every embedding row with the full row.
+    pub fn sampler_vocab(&self) -> usize {
+        if self.full_row {
+            self.net.config.vocab_rows
+        } else {
+            self.vocab
+        }
     }
 
     /// The tokenizer's size: real ids are `0..vocab()`, the SDK's mask id is `vocab()`.
@@ -72,11 +105,11 @@ impl CheckpointDenoiser {
         tokens
             .iter()
             .map(|&t| match t as usize {
-                t if t < self.vocab => Ok(t as u32),
-                t if t == self.vocab => Ok(self.mask_token_id),
+                t if t < self.sampler_vocab() => Ok(t as u32),
+                t if t == self.sampler_vocab() => Ok(self.mask_token_id),
                 _ => Err(HfError::Input(format!(
-                    "token id {t} is outside 0..={} (the tokenizer's ids and the mask)",
-                    self.vocab
+                    "token id {t} is outside 0..={} (the model's ids and the mask)",
+                    self.sampler_vocab()
                 ))),
             })
             .collect()
@@ -84,15 +117,19 @@ impl CheckpointDenoiser {
 
     /// Logits `[batch, length, vocab()]` over the real tokens for SDK ids `tokens`, on the
     /// device: the network's output, shifted for Dream, cut to the tokenizer's ids, with the
-    /// mask token's column at −∞. This is what a sampler running on the device consumes.
+    /// mask token's column at −∞, the padding of a left-padded batch hidden
+    /// ([`Network::forward_padded`]). This is what a sampler running on the device consumes.
     pub fn logits(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<3>> {
         let ids = self.checkpoint_ids(tokens)?;
         let ids = self.net.ids_tensor(&ids, batch, length)?;
-        let logits = self.net.forward(ids);
+        let logits = self.net.forward_padded(ids, &self.left_padding)?;
         let logits = match self.net.config.architecture {
             Architecture::Dream => shift_right(logits),
             _ => logits,
         };
+        if self.full_row {
+            return Ok(logits);
+        }
         let logits = logits.narrow(2, 0, self.vocab);
         if (self.mask_token_id as usize) < self.vocab {
             let mut exclude = vec![0f32; self.vocab];
@@ -137,7 +174,7 @@ pub fn shift_right(logits: Tensor<3>) -> Tensor<3> {
 /// The device path, which `checkpoint` samples with: the logits (in f32) stay on the device.
 impl TensorDenoiser for CheckpointDenoiser {
     fn vocab_size(&self) -> usize {
-        self.vocab
+        self.sampler_vocab()
     }
 
     fn device(&self) -> String {
@@ -156,5 +193,10 @@ impl TensorDenoiser for CheckpointDenoiser {
 
     fn synchronize(&mut self) {
         let _ = self.net.device().sync();
+    }
+
+    fn set_left_padding(&mut self, left_padding: &[usize]) -> dlm_sdk::Result<()> {
+        self.left_padding = left_padding.to_vec();
+        Ok(())
     }
 }

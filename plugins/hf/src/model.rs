@@ -217,15 +217,61 @@ impl Network {
     /// The network's logits `[batch, length, vocab_rows]` for `ids: [batch, length]`: the raw
     /// output of the reference modelling code's forward pass (Dream's not yet shifted).
     pub fn forward(&self, ids: Tensor<2, Int>) -> Tensor<3> {
-        let c = &self.config;
         let [_, length] = ids.dims();
+        let positions: Vec<usize> = (0..length).collect();
+        self.forward_at(ids, &positions, None)
+    }
+
+    /// [`Network::forward`] over a left-padded batch: the first `left_padding[b]` positions of
+    /// row `b` are padding. They are hidden from every query (LLaDA's padding bias on the
+    /// attention scores, the key half of the 4-D mask Dream's `generation_utils` builds) and
+    /// positions count from each row's first real token (Dream's `tok_idx`; LLaDA's RoPE takes
+    /// no position ids, and a row shifted as a whole scores the same), so every other position
+    /// gets the logits of its row alone without the padding. The padding positions attend to
+    /// the real tokens, so their rows stay finite; they are never read. No padding (empty or
+    /// all 0) is `forward`.
+    pub fn forward_padded(&self, ids: Tensor<2, Int>, left_padding: &[usize]) -> Result<Tensor<3>> {
+        if left_padding.iter().all(|&p| p == 0) {
+            return Ok(self.forward(ids));
+        }
+        let [batch, length] = ids.dims();
+        if left_padding.len() != batch || left_padding.iter().any(|&p| p >= length) {
+            return Err(HfError::Input(format!(
+                "left padding {left_padding:?} for a {batch} × {length} batch: one count per row, each leaving a real token"
+            )));
+        }
+        let positions: Vec<usize> = left_padding
+            .iter()
+            .flat_map(|&pad| (0..length).map(move |j| j.saturating_sub(pad)))
+            .collect();
+        let hidden: Vec<bool> = left_padding
+            .iter()
+            .flat_map(|&pad| (0..length).map(move |j| j < pad))
+            .collect();
+        let mask = Tensor::<4, Bool>::from_data(
+            TensorData::new(hidden, [batch, 1, 1, length]),
+            &self.device,
+        )
+        .expand([batch, self.config.heads, length, length]);
+        Ok(self.forward_at(ids, &positions, Some(mask)))
+    }
+
+    /// The forward pass with RoPE at `positions` (one row for the whole batch, or one per
+    /// sequence) and an attention mask (`true`: hidden).
+    fn forward_at(
+        &self,
+        ids: Tensor<2, Int>,
+        positions: &[usize],
+        mask: Option<Tensor<4, Bool>>,
+    ) -> Tensor<3> {
+        let c = &self.config;
         let mut x = embedding(self.embedding.clone(), ids);
         if c.scale_embeddings {
             x = x.mul_scalar((c.hidden as f64).sqrt());
         }
-        let (cos, sin) = rope_tables(length, c.head_dim(), c.rope_theta, &x);
+        let (cos, sin) = rope_tables_at(positions, x.dims()[1], c.head_dim(), c.rope_theta, &x);
         for block in &self.blocks {
-            x = block.forward(x, &cos, &sin, c);
+            x = block.forward(x, &cos, &sin, mask.clone(), c);
         }
         let x = rms_norm(x, &self.final_norm, c.rms_norm_eps);
         let logits = linear(x, self.head.clone(), None);
@@ -297,11 +343,12 @@ impl Block {
         x: Tensor<3>,
         cos: &Tensor<4>,
         sin: &Tensor<4>,
+        mask: Option<Tensor<4, Bool>>,
         c: &ModelConfig,
     ) -> Tensor<3> {
         let (q, k, v) = self.qkv(x.clone(), cos, sin, c);
         let causal = c.architecture.is_autoregressive();
-        self.finish(x, q, (k, v), None, causal, c)
+        self.finish(x, q, (k, v), mask, causal, c)
     }
 
     /// Feed `x: [b, n, hidden]` at positions `past..past + n`, attending to the cached keys
@@ -466,10 +513,23 @@ fn float_dtype(dtype: DType) -> FloatDType {
     }
 }
 
-/// RoPE's cos and sin tables `[1, 1, length, head_dim]`, in the dtype and on the device of
-/// `like`. Computed as the reference code does in f32: `inv_freq` rounded to f32, angles as
-/// f32 products `position · inv_freq`, then cos/sin.
+/// RoPE's cos and sin tables `[1, 1, length, head_dim]` of positions `0..length`.
 fn rope_tables(length: usize, d: usize, theta: f64, like: &Tensor<3>) -> (Tensor<4>, Tensor<4>) {
+    let positions: Vec<usize> = (0..length).collect();
+    rope_tables_at(&positions, length, d, theta, like)
+}
+
+/// RoPE's cos and sin tables `[rows, 1, length, head_dim]` of `positions` (`rows × length`),
+/// in the dtype and on the device of `like`. Computed as the reference code does in f32:
+/// `inv_freq` rounded to f32, angles as f32 products `position · inv_freq`, then cos/sin.
+fn rope_tables_at(
+    positions: &[usize],
+    length: usize,
+    d: usize,
+    theta: f64,
+    like: &Tensor<3>,
+) -> (Tensor<4>, Tensor<4>) {
+    let rows = positions.len() / length.max(1);
     let half = d / 2;
     let inv_freq: Vec<f32> = (0..half)
         .map(|i| {
@@ -477,9 +537,9 @@ fn rope_tables(length: usize, d: usize, theta: f64, like: &Tensor<3>) -> (Tensor
             1.0f32 / ((theta as f32) as f64).powf(exponent as f64) as f32
         })
         .collect();
-    let mut cos = Vec::with_capacity(length * d);
-    let mut sin = Vec::with_capacity(length * d);
-    for p in 0..length {
+    let mut cos = Vec::with_capacity(positions.len() * d);
+    let mut sin = Vec::with_capacity(positions.len() * d);
+    for &p in positions {
         for _ in 0..2 {
             for f in &inv_freq {
                 let angle = (p as f32 * f) as f64;
@@ -491,7 +551,7 @@ fn rope_tables(length: usize, d: usize, theta: f64, like: &Tensor<3>) -> (Tensor
     let device = like.device();
     let dtype = like.dtype();
     let table = |v: Vec<f32>| {
-        Tensor::<4>::from_data(TensorData::new(v, [1, 1, length, d]), (&device, dtype))
+        Tensor::<4>::from_data(TensorData::new(v, [rows, 1, length, d]), (&device, dtype))
     };
     (table(cos), table(sin))
 }

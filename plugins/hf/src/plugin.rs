@@ -8,9 +8,7 @@ use burn::tensor::Device;
 use dlm_sdk::device_name::{Backends, DeviceName};
 use dlm_sdk::sampler::device::{TensorAutoregressiveModel, TensorDenoiserModel};
 use dlm_sdk::tokenizer::TextModel;
-use dlm_sdk::{
-    ComponentInfo, GenerateRequest, Model, ModelOpenConfig, Plugin, PluginError, Result,
-};
+use dlm_sdk::{ComponentInfo, Model, ModelOpenConfig, Plugin, PluginError, Result};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -37,53 +35,17 @@ pub struct OpenConfig {
     /// vocabulary).
     #[serde(default)]
     pub eos_token: Option<String>,
-    /// LLaDA's `gen_length`: every batch gets a completion region of exactly this many tokens
-    /// after its longest prompt (with `batch_size: 1`, after each prompt), whatever the suite's
-    /// `lengths`, which then only labels the cells. Without it the region is what the cell's
-    /// length leaves after each prompt.
+    /// LLaDA's `gen_length`: every prompt gets a completion region of exactly this many
+    /// tokens, whatever shares its batch (the batch is left-padded, the padding hidden from
+    /// attention), and whatever the suite's `lengths`, which then only label the cells.
+    /// Without it the region is what the cell's length leaves after each prompt.
     #[serde(default)]
     pub generation_length: Option<usize>,
-}
-
-/// A text model whose completion region is `tokens` long after the longest prompt of each
-/// batch (`generation_length`).
-pub struct FixedGeneration<M: Model> {
-    pub inner: TextModel<M>,
-    pub tokens: usize,
-    /// The checkpoint's maximum number of positions.
-    pub max_length: usize,
-}
-
-impl<M: Model> Model for FixedGeneration<M> {
-    fn generate(
-        &mut self,
-        request: &GenerateRequest,
-    ) -> Result<(Vec<Vec<u32>>, dlm_sdk::GenerateReply)> {
-        let Some(prompts) = &request.prompt_texts else {
-            return self.inner.generate(request);
-        };
-        let mut longest = 0;
-        for p in prompts {
-            longest = longest.max(self.inner.tokenizer.encode(&p.text)?.len());
-        }
-        let length = longest + self.tokens;
-        if length > self.max_length {
-            return Err(PluginError::bad_config(format!(
-                "the longest prompt of the batch ({longest} tokens) plus generation_length {} exceeds the checkpoint's {} positions",
-                self.tokens, self.max_length
-            )));
-        }
-        let mut sampler = request.sampler.clone();
-        if dlm_sdk::sampler::info(&sampler.name).one_step_per_token {
-            // One position per step: the step count follows the length it decodes.
-            sampler.steps = length;
-        }
-        self.inner.generate(&GenerateRequest {
-            length,
-            sampler,
-            ..request.clone()
-        })
-    }
+    /// Whether the samplers see the network's whole output row, padded ids and the mask
+    /// token's column included, as LLaDA's and Dream's reference decoders do (default `true`);
+    /// `false`: only the tokenizer's ids, never the mask token.
+    #[serde(default)]
+    pub full_row: Option<bool>,
 }
 
 /// The GPU backends of this build (its Cargo features).
@@ -122,7 +84,7 @@ pub fn open_checkpoint_model(
 ) -> Result<Box<dyn Model>> {
     let config: OpenConfig = serde_json::from_value(open.config.clone()).map_err(|e| {
         PluginError::bad_config(format!(
-            "model config: {e} (dlm-hf's checkpoints take path, dtype, device, eos_token, generation_length)"
+            "model config: {e} (dlm-hf's checkpoints take path, dtype, device, eos_token, generation_length, full_row)"
         ))
     })?;
     if open.train.is_some() || open.checkpoint.is_some() {
@@ -155,7 +117,7 @@ pub fn open_checkpoint_model(
         let ckpt = Checkpoint::open(path, &device, &label, dtype, eos)?;
         let max = ckpt.denoiser.net.config.max_length;
         let denoiser = TensorDenoiserModel {
-            denoiser: ckpt.denoiser,
+            denoiser: ckpt.denoiser.with_full_row(config.full_row.unwrap_or(true)),
         };
         let model = TextModel::new(denoiser, ckpt.tokenizer, stop).map_err(eos_hint)?;
         (fixed_generation(model, config.generation_length, max)?, max)
@@ -177,17 +139,10 @@ fn fixed_generation<M: Model + 'static>(
     generation_length: Option<usize>,
     max_length: usize,
 ) -> Result<Box<dyn Model>> {
-    match generation_length {
-        None => Ok(Box::new(model)),
-        Some(0) => Err(PluginError::bad_config(
-            "generation_length must be at least 1",
-        )),
-        Some(tokens) => Ok(Box::new(FixedGeneration {
-            inner: model,
-            tokens,
-            max_length,
-        })),
-    }
+    Ok(match generation_length {
+        None => Box::new(model),
+        Some(tokens) => Box::new(model.with_generation_length(tokens, max_length)?),
+    })
 }
 
 /// The plugin.
@@ -207,7 +162,7 @@ impl Plugin for HfPlugin {
             "checkpoint",
             "a LLaDA (LLaDAModelLM) or Dream (DreamModel) checkpoint folder: config.json, \
              safetensors weights, tokenizer.json; config: {path: DIR, dtype?: f32|f16|bf16, \
-             device?: flex|wgpu|cuda[:N], eos_token?, generation_length?}; answers text tasks with text",
+             device?: flex|wgpu|cuda[:N], eos_token?, generation_length?, full_row?}; answers text tasks with text",
                 false,
             ),
             ComponentInfo::new(

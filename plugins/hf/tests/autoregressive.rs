@@ -157,6 +157,7 @@ fn open(model: &str, path: &str) -> dlm_sdk::Result<Box<dyn dlm_sdk::Model>> {
             },
             train: None,
             checkpoint: None,
+            base_dir: None,
         },
     )
 }

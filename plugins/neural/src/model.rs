@@ -314,13 +314,17 @@ impl Block {
     }
 
     fn forward(&self, x: Tensor<3>, causal: bool) -> Tensor<3> {
+        let l = x.dims()[1];
+        self.forward_biased(x, causal, self.position_bias(0, l, l))
+    }
+
+    /// The block with attention bias `bias` (`[1 or batch, heads, len, len]`).
+    fn forward_biased(&self, x: Tensor<3>, causal: bool, bias: Tensor<4>) -> Tensor<3> {
         let (q, k, v) = self.qkv(x.clone());
-        let l = q.dims()[2];
         let options = AttentionModuleOptions {
             is_causal: causal,
             ..Default::default()
         };
-        let bias = self.position_bias(0, l, l);
         let context = attention(q, k, v, None, Some(bias), options);
         self.finish(x, context)
     }
@@ -492,6 +496,56 @@ impl Transformer {
         let v = self.vocab;
         linear(
             self.norm_out.forward(self.hidden(tokens)),
+            self.head.weight.val().narrow(1, 0, v),
+            Some(self.head.bias.val().narrow(0, 0, v)),
+        )
+    }
+
+    /// [`Transformer::forward_real`] over a left-padded batch: the first `left_padding[b]`
+    /// positions of row `b` are padding, hidden from every query (a −∞ attention bias on
+    /// those keys) and skipped by the position embeddings, which count from each row's first
+    /// real token (the relative bias depends on offsets only), so every other position gets
+    /// the logits of its row alone without the padding. The padding positions attend to the
+    /// real tokens and stay finite; they are never read. No padding (empty or all 0) is
+    /// `forward_real`.
+    pub fn forward_real_padded(&self, tokens: Tensor<2, Int>, left_padding: &[usize]) -> Tensor<3> {
+        if left_padding.iter().all(|&p| p == 0) {
+            return self.forward_real(tokens);
+        }
+        let [batch, length] = tokens.dims();
+        let device = tokens.device();
+        let positions: Vec<i64> = left_padding
+            .iter()
+            .flat_map(|&pad| (0..length).map(move |j| j.saturating_sub(pad) as i64))
+            .collect();
+        let positions =
+            Tensor::<1, Int>::from_data(TensorData::new(positions, [batch * length]), &device);
+        let hidden_width = self.position_embedding.val().dims()[1];
+        let pos = self.position_embedding.val().select(0, positions).reshape([
+            batch,
+            length,
+            hidden_width,
+        ]);
+        let mut x = embedding(self.token_embedding.val(), tokens) + pos;
+        let hidden_keys: Vec<f32> = left_padding
+            .iter()
+            .flat_map(|&pad| {
+                (0..length).map(move |j| if j < pad { f32::NEG_INFINITY } else { 0.0 })
+            })
+            .collect();
+        let key_bias =
+            Tensor::<4>::from_data(TensorData::new(hidden_keys, [batch, 1, 1, length]), &device);
+        for block in &self.blocks {
+            let heads = block.heads;
+            let bias = block
+                .position_bias(0, length, length)
+                .expand([batch, heads, length, length])
+                + key_bias.clone().expand([batch, heads, length, length]);
+            x = block.forward_biased(x, self.causal, bias);
+        }
+        let v = self.vocab;
+        linear(
+            self.norm_out.forward(x),
             self.head.weight.val().narrow(1, 0, v),
             Some(self.head.bias.val().narrow(0, 0, v)),
         )

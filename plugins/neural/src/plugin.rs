@@ -55,6 +55,11 @@ pub struct OpenConfig {
     /// [`dlm_sdk::tokenizer::EOS_NAMES`] in the vocabulary).
     #[serde(default)]
     pub eos_token: Option<String>,
+    /// With `tokenizer`: every prompt gets exactly this many completion positions, whatever
+    /// shares its batch (LLaDA's `gen_length`; the batch is left-padded, the padding hidden),
+    /// and the cell's length only labels the cell.
+    #[serde(default)]
+    pub generation_length: Option<usize>,
 }
 
 fn yes() -> bool {
@@ -286,6 +291,21 @@ impl TensorDenoiser for MdmDenoiser {
     }
 }
 
+/// A text model's left-padded batches: the padding hidden
+/// ([`crate::model::Transformer::forward_real_padded`]).
+impl text::PaddedLogits for MdmDenoiser {
+    fn padded_logits(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        left_padding: &[usize],
+    ) -> Result<Tensor<3>> {
+        let xt = self.input(tokens, batch, length)?;
+        Ok(self.net.forward_real_padded(xt, left_padding))
+    }
+}
+
 /// The host path (f64 copies of every distribution): the reference the device path is tested
 /// and benchmarked against.
 impl Denoiser for MdmDenoiser {
@@ -463,6 +483,11 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
     let device = burn_device(device_name)?;
     let label = device_name.label();
     let tokenizer = text::open_tokenizer(config.tokenizer.as_deref(), config.eos_token.as_deref())?;
+    if config.generation_length.is_some() && tokenizer.is_none() {
+        return Err(PluginError::bad_config(
+            "`generation_length` applies with a `tokenizer: PATH` only (a task's own vocabulary generates at the cell's length)",
+        ));
+    }
     let task = &text::network_task(open, tokenizer.as_ref())?;
     if let Some(settings) = &open.train {
         return Ok(Box::new(TrainingModel::new(
@@ -499,17 +524,20 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
         }
         None => open_checkpoint(kind, &config, task, &device)?,
     };
+    let (generation_length, max_length) = (config.generation_length, ckpt.net.max_length());
     match kind {
         ModelKind::Mdm => text::wrap(
             TensorDenoiserModel {
-                denoiser: MdmDenoiser {
+                denoiser: text::Padded::new(MdmDenoiser {
                     net: ckpt.net,
                     device,
                     label,
-                },
+                }),
             },
             tokenizer,
             open,
+            generation_length,
+            max_length,
         ),
         ModelKind::Ar => text::wrap(
             TensorAutoregressiveModel {
@@ -520,6 +548,8 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
             },
             tokenizer,
             open,
+            generation_length,
+            max_length,
         ),
     }
 }
@@ -705,14 +735,14 @@ impl Plugin for NeuralPlugin {
                 "masked diffusion transformer (MDLM loss, SUBS parameterisation, no time conditioning); \
                  config: {checkpoint: PATH} or {init: cpu | paper | {hidden, layers, heads}, seed}, \
                  optionally tokenizer: PATH (a Hugging Face tokenizer.json: text tasks answered with text) \
-                 and eos_token; trainable by the harness (`train:`) without a tokenizer",
+                 with eos_token and generation_length; trainable by the harness (`train:`) without a tokenizer",
                 false,
             )
             .with_capability("train"),
             ComponentInfo::new(
                 "ar",
                 "autoregressive transformer of the same architecture with a KV cache; \
-                 config: {checkpoint: PATH} or {init: …, seed}, optionally tokenizer: PATH and eos_token",
+                 config: {checkpoint: PATH} or {init: …, seed}, optionally tokenizer: PATH with eos_token and generation_length",
             )
             .with_capability("autoregressive")
             .with_capability("train")

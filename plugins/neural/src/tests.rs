@@ -130,6 +130,7 @@ pub(super) fn open(
             },
             train: None,
             checkpoint: None,
+            base_dir: None,
         },
     )
 }

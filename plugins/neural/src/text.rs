@@ -3,6 +3,8 @@
 //! answers with text through [`dlm_sdk::tokenizer::TextModel`]. Without a tokenizer a model
 //! needs a task with a vocabulary of its own.
 
+use burn::tensor::Tensor;
+use dlm_sdk::sampler::device::TensorDenoiser;
 use dlm_sdk::tokenizer::{HfTokenizer, TextModel};
 use dlm_sdk::{Model, ModelOpenConfig, PluginError, Result, TaskDescription};
 use std::path::Path;
@@ -58,11 +60,16 @@ pub fn network_task(
     }
 }
 
-/// `model` as the harness sees it: answering with text when it owns a tokenizer.
+/// `model` as the harness sees it: answering with text when it owns a tokenizer, with every
+/// prompt's completion region `generation_length` long when that is set (within the model's
+/// `max_length` positions; the SDK's `TextModel` left-pads the batch). `open_model` refuses
+/// `generation_length` without a tokenizer.
 pub fn wrap<M: Model + 'static>(
     model: M,
     tokenizer: Option<HfTokenizer>,
     open: &ModelOpenConfig,
+    generation_length: Option<usize>,
+    max_length: usize,
 ) -> Result<Box<dyn Model>> {
     let Some(tokenizer) = tokenizer else {
         return Ok(Box::new(model));
@@ -76,5 +83,74 @@ pub fn wrap<M: Model + 'static>(
         .unwrap_or_default();
     let text = TextModel::new(model, tokenizer, stop)
         .map_err(|e| PluginError::bad_config(format!("{e} (`eos_token` in the model config)")))?;
-    Ok(Box::new(text))
+    Ok(match generation_length {
+        None => Box::new(text),
+        Some(tokens) => Box::new(text.with_generation_length(tokens, max_length)?),
+    })
+}
+
+/// A denoiser that can run a left-padded batch: its logits with the first `left_padding[b]`
+/// positions of row `b` hidden from attention and positions counted from each row's first real
+/// token, so every other position gets the logits of its row alone.
+pub trait PaddedLogits: TensorDenoiser {
+    fn padded_logits(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        left_padding: &[usize],
+    ) -> Result<Tensor<3>>;
+}
+
+/// A denoiser as a text model samples with it: able to hide the left padding of a batch whose
+/// prompts differ in length ([`TensorDenoiser::set_left_padding`]).
+pub struct Padded<D> {
+    pub inner: D,
+    left_padding: Vec<usize>,
+}
+
+impl<D> Padded<D> {
+    pub fn new(inner: D) -> Self {
+        Padded {
+            inner,
+            left_padding: Vec::new(),
+        }
+    }
+}
+
+impl<D: PaddedLogits> TensorDenoiser for Padded<D> {
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+
+    fn time_conditioned(&self) -> bool {
+        self.inner.time_conditioned()
+    }
+
+    fn device(&self) -> String {
+        self.inner.device()
+    }
+
+    fn logits(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<Tensor<3>> {
+        if self.left_padding.iter().all(|&p| p == 0) {
+            return self.inner.logits(tokens, batch, length, t);
+        }
+        if self.left_padding.len() != batch || self.left_padding.iter().any(|&p| p >= length) {
+            return Err(PluginError::internal(format!(
+                "left padding {:?} for a {batch} × {length} batch",
+                self.left_padding
+            )));
+        }
+        self.inner
+            .padded_logits(tokens, batch, length, &self.left_padding)
+    }
+
+    fn synchronize(&mut self) {
+        self.inner.synchronize()
+    }
+
+    fn set_left_padding(&mut self, left_padding: &[usize]) -> Result<()> {
+        self.left_padding = left_padding.to_vec();
+        Ok(())
+    }
 }

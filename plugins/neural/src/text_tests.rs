@@ -39,6 +39,7 @@ fn open_config(config: serde_json::Value, train: Option<TrainSettings>) -> Model
         },
         train,
         checkpoint: None,
+        base_dir: None,
     }
 }
 

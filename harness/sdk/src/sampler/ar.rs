@@ -63,6 +63,91 @@ impl<A: Autoregressive> crate::Model for AutoregressiveModel<A> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         generate_ar(&mut self.model, request)
     }
+    fn generate_left_padded(
+        &mut self,
+        request: &GenerateRequest,
+        left_padding: &[usize],
+    ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        causal_left_padded(request, left_padding, |r| generate_ar(&mut self.model, r))
+    }
+}
+
+/// The prompts of `request`, checked against `left_padding` (one count per prompt, each at most
+/// its prompt's length): what [`crate::Model::generate_left_padded`] is given.
+pub(crate) fn padded_prompts<'a>(
+    request: &'a GenerateRequest,
+    left_padding: &[usize],
+) -> Result<&'a [Vec<u32>]> {
+    let prompts = request.prompts.as_deref().ok_or_else(|| {
+        PluginError::bad_config(
+            "left padding is given with the prompts it pads, and there are none",
+        )
+    })?;
+    if left_padding.len() != prompts.len() {
+        return Err(PluginError::bad_config(format!(
+            "{} left-padding counts for {} prompts",
+            left_padding.len(),
+            prompts.len()
+        )));
+    }
+    if let Some(b) = (0..prompts.len()).find(|&b| left_padding[b] > prompts[b].len()) {
+        return Err(PluginError::bad_config(format!(
+            "prompt {b} has {} tokens, fewer than its {} padding tokens",
+            prompts[b].len(),
+            left_padding[b]
+        )));
+    }
+    Ok(prompts)
+}
+
+/// Left padding for a causal model, which needs no attention mask: a token depends only on
+/// the tokens before it in its own row, and each sample draws from its own stream in position
+/// order. So `generate` runs on the prompts without their padding (each then continues to the
+/// full length), and each row keeps its first `length − padded prompt` generated tokens, laid
+/// out behind its padding: exactly the row generated alone. Its NFE counts only the calls
+/// that produced kept tokens; the batch's NFE stays what the batch cost.
+pub(crate) fn causal_left_padded(
+    request: &GenerateRequest,
+    left_padding: &[usize],
+    generate: impl FnOnce(&GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)>,
+) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+    let prompts = padded_prompts(request, left_padding)?;
+    let unpadded = prompts
+        .iter()
+        .zip(left_padding)
+        .map(|(p, &pad)| p[pad..].to_vec())
+        .collect();
+    let (sequences, mut reply) = generate(&GenerateRequest {
+        prompts: Some(unpadded),
+        ..request.clone()
+    })?;
+    let length = request.length;
+    if sequences.len() != prompts.len() || reply.samples.len() != prompts.len() {
+        return Err(PluginError::bad_data(format!(
+            "the model returned {} sequences and {} statistics for a batch of {}",
+            sequences.len(),
+            reply.samples.len(),
+            prompts.len()
+        )));
+    }
+    let mut rows = Vec::with_capacity(sequences.len());
+    for (b, sequence) in sequences.iter().enumerate() {
+        let pad = left_padding[b];
+        if sequence.len() != length {
+            return Err(PluginError::bad_data(format!(
+                "the model returned a sequence of {} tokens for length {length}",
+                sequence.len()
+            )));
+        }
+        let mut row = prompts[b][..pad].to_vec();
+        row.extend_from_slice(&sequence[..length - pad]);
+        rows.push(row);
+        let kept = length.saturating_sub(prompts[b].len()) as u64;
+        let stats = &mut reply.samples[b];
+        stats.nfe = stats.nfe.min(kept);
+        stats.generated_tokens = kept;
+    }
+    Ok((rows, reply))
 }
 
 /// What `ar` needs from an autoregressive network, wherever its output lives (as
@@ -206,6 +291,7 @@ pub(crate) fn generate_ar_with<N: NextNet>(
             wall_seconds,
             device: model.device(),
             texts: None,
+            whole_programs: false,
         },
     ))
 }

@@ -51,6 +51,20 @@ pub trait TensorDenoiser: Send {
     fn logits(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<Tensor<3>>;
     /// Block until queued device work is done, so timings are honest.
     fn synchronize(&mut self) {}
+    /// Treat the first `left_padding[b]` positions of row `b` as padding in the `logits` calls
+    /// that follow, until the next call (an empty slice: no padding): hide them from every
+    /// other position's attention and count positions from the first real token, so the other
+    /// rows of the output are those of the row alone without its padding
+    /// ([`Model::generate_left_padded`]). The padding rows' own logits are never read. The
+    /// default supports no padding and refuses it as unsupported.
+    fn set_left_padding(&mut self, left_padding: &[usize]) -> Result<()> {
+        if left_padding.iter().any(|&p| p > 0) {
+            return Err(PluginError::unsupported(
+                "this model cannot hide left padding from its attention, which a batch of prompts of different lengths with a fixed generation length needs; use `batch_size: 1`",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// An autoregressive network whose output stays on its device: the device-path counterpart of
@@ -82,6 +96,19 @@ impl<D: TensorDenoiser> Model for TensorDenoiserModel<D> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         generate(&mut self.denoiser, request)
     }
+    /// The padding is part of each prompt, so no sampler masks, draws or counts it; the
+    /// network hides it ([`TensorDenoiser::set_left_padding`]) for this call only.
+    fn generate_left_padded(
+        &mut self,
+        request: &GenerateRequest,
+        left_padding: &[usize],
+    ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        super::ar::padded_prompts(request, left_padding)?;
+        self.denoiser.set_left_padding(left_padding)?;
+        let generated = generate(&mut self.denoiser, request);
+        self.denoiser.set_left_padding(&[])?;
+        generated
+    }
 }
 
 /// Turns a [`TensorAutoregressive`] model into a [`Model`] with the `ar` sampler on the device.
@@ -93,6 +120,13 @@ pub struct TensorAutoregressiveModel<A: TensorAutoregressive> {
 impl<A: TensorAutoregressive> Model for TensorAutoregressiveModel<A> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         generate_ar(&mut self.model, request)
+    }
+    fn generate_left_padded(
+        &mut self,
+        request: &GenerateRequest,
+        left_padding: &[usize],
+    ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
+        super::ar::causal_left_padded(request, left_padding, |r| generate_ar(&mut self.model, r))
     }
 }
 
@@ -292,6 +326,18 @@ impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
     ) -> std::result::Result<Drawn, RowError> {
         let logits = self.logits.as_ref().expect("draw follows a forward");
         device_draw(logits, rows, uniforms, params, want, self.kernel)
+    }
+    fn log_weights(&mut self, rows: &[usize]) -> Result<Vec<f64>> {
+        // The logits themselves (a per-row offset from the log-probabilities), copied to the host.
+        let logits = self.logits.as_ref().expect("log_weights follows a forward");
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+        let index =
+            Tensor::<1, Int>::from_data(TensorData::new(index, [rows.len()]), &logits.device());
+        let picked = logits.clone().select(0, index);
+        Ok(host_f32(picked).into_iter().map(f64::from).collect())
     }
     fn synchronize(&mut self) {
         self.denoiser.synchronize()

@@ -61,6 +61,20 @@ fn cases() -> Vec<(&'static str, usize, serde_json::Value, Option<&'static str>)
             json!({"temperature": 0.5, "top_k": 2}),
             None,
         ),
+        (
+            "dream",
+            8,
+            json!({"temperature": 0, "alg": "maskgit_plus"}),
+            None,
+        ),
+        ("dream", 5, json!({"alg": "entropy", "top_k": 2}), None),
+        ("dream", 8, json!({"alg": "origin", "top_p": 0.8}), None),
+        (
+            "dream",
+            6,
+            json!({"alg": "topk_margin", "alg_temp": 0.5, "eps": 0.01}),
+            None,
+        ),
         ("ar", 8, json!({}), None),
         ("ar", 8, json!({"top_p": 0.7}), None),
     ]

@@ -44,6 +44,8 @@
 //!   rules;
 //! * [`Eb`] (`eb`) — entropy-bounded unmasking;
 //! * [`LeftToRight`] (`left_to_right`) — one position per step, in order;
+//! * [`Dream`] (`dream`) — Dream's own decoder (`alg`: `origin`, `maskgit_plus`, `topk_margin`,
+//!   `entropy`; `eps`, `alg_temp`), on its own time grid, with no blocks;
 //! * [`Ar`] (`ar`) — ancestral sampling of an [`Autoregressive`] model (not a denoiser sampler:
 //!   [`generate_ar`] runs it), described by the same [`Sampler`] trait.
 //!
@@ -52,7 +54,8 @@
 //! Parameters (`params:` in a suite): every sampler takes `temperature` (default 1; 0 =
 //! argmax), `top_k` and `top_p` (applied to the distribution `x0` is drawn from); the block
 //! samplers take `block_length` (default L); `threshold` takes `tau` (default 0.9), `factor`
-//! takes `factor` (default 1.0), `eb` takes `gamma` and `proxy` (defaults 0.1 and `entropy`).
+//! takes `factor` (default 1.0), `eb` takes `gamma` and `proxy` (defaults 0.1 and `entropy`),
+//! `dream` takes `alg`, `eps` and `alg_temp` (defaults `origin`, 0.001 and 0; no blocks).
 //! Schedules (`ddpm*` only): `loglinear` (default, `α = 1 − t`), `linear` (MDLM:
 //! `α = exp(−(σmin + t(σmax − σmin)))`, σ 1e-4…20), `cosine` (`α = cos(πt/2)`).
 //!
@@ -65,6 +68,7 @@
 mod ar;
 mod ddpm;
 mod draw;
+mod dream;
 mod eb;
 mod factor;
 mod left_to_right;
@@ -81,6 +85,7 @@ mod traits;
 pub use ar::{generate_ar, Ar, Autoregressive, AutoregressiveModel};
 pub use ddpm::Ddpm;
 pub use draw::{categorical, sample_rng, Drawn, Want};
+pub use dream::{Dream, DreamAlg, ALG, ALG_TEMP, EPS};
 pub use eb::{Eb, Proxy, GAMMA, PROXY};
 pub use factor::{Factor, FACTOR};
 pub use left_to_right::LeftToRight;

@@ -2,7 +2,9 @@
 //! adds with [`Registry::with`].
 
 use super::run::{generate_with, HostNet};
-use super::{Ddpm, DenoiserSampler, Eb, Factor, LeftToRight, LowConfidence, Random, Threshold};
+use super::{
+    Ddpm, DenoiserSampler, Dream, Eb, Factor, LeftToRight, LowConfidence, Random, Threshold,
+};
 use crate::{ComponentInfo, Denoiser, GenerateReply, GenerateRequest, Model, Result, SamplerInfo};
 
 /// The SDK's denoiser samplers, in the order `dlm-bench list` shows them.
@@ -15,6 +17,7 @@ pub static BUILT_IN: &[&dyn DenoiserSampler] = &[
     &Factor,
     &Eb,
     &LeftToRight,
+    &Dream,
 ];
 
 /// A set of denoiser samplers with distinct names: what a model answers and what its

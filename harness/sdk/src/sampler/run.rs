@@ -26,6 +26,10 @@ pub(crate) trait DenoiseNet {
         params: &Shaping,
         want: Want,
     ) -> std::result::Result<Drawn, RowError>;
+    /// The log-weights (log-probabilities or logits: any per-row offset) of output rows `rows`,
+    /// row after row, `vocab_size()` values each, in f64 on the host: for samplers that shape
+    /// and score whole rows themselves (`dream`).
+    fn log_weights(&mut self, rows: &[usize]) -> Result<Vec<f64>>;
     fn synchronize(&mut self);
 }
 
@@ -60,6 +64,14 @@ impl<D: Denoiser + ?Sized> DenoiseNet for HostNet<'_, D> {
     ) -> std::result::Result<Drawn, RowError> {
         let vocab = self.denoiser.vocab_size();
         super::draw::host_draw(&self.probs, vocab, rows, uniforms, params, want)
+    }
+    fn log_weights(&mut self, rows: &[usize]) -> Result<Vec<f64>> {
+        let vocab = self.denoiser.vocab_size();
+        Ok(rows
+            .iter()
+            .flat_map(|&row| self.probs[row * vocab..(row + 1) * vocab].iter())
+            .map(|&p| p.ln())
+            .collect())
     }
     fn synchronize(&mut self) {
         self.denoiser.synchronize()
@@ -219,6 +231,12 @@ impl Run<'_> {
                 ))
             })
     }
+    /// The log-weights of rows `rows` of the last forward pass's output (log-probabilities up
+    /// to a per-row constant), `rows.len() × vocab` values, for a sampler that shapes and scores
+    /// whole rows itself.
+    pub fn log_weights(&mut self, rows: &[usize]) -> Result<Vec<f64>> {
+        self.net.log_weights(rows)
+    }
     /// Commit `token` at row `row` (`b · length + j`).
     pub fn commit(&mut self, row: usize, token: u32) {
         self.canvas.tokens[row] = token;
@@ -292,6 +310,7 @@ pub(crate) fn generate_with(
             wall_seconds,
             device: run.net.device(),
             texts: None,
+            whole_programs: false,
         },
     ))
 }

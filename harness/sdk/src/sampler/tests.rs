@@ -497,7 +497,9 @@ fn every_sampler_keeps_prompts_and_fills_only_the_region() {
                 6
             };
             let mut r = request(name, steps, prompts.len(), length, 0);
-            if name != "left_to_right" {
+            // Blocks for every sampler that takes them (`left_to_right` and `dream` do not).
+            let takes_blocks = info(name).params.iter().any(|p| p == "block_length");
+            if takes_blocks {
                 r = with_params(r, params.clone());
             }
             r.prompts = Some(prompts.clone());
