@@ -16,6 +16,8 @@ impl Suite {
                         config: task.config.clone(),
                         train: None,
                         baseline: None,
+                        docs: task.docs.clone(),
+                        base_dir: None,
                     };
                     let base =
                         |model: Option<ComponentSpec>, sampler: Option<SamplerSpec>| CellSpec {
@@ -40,6 +42,8 @@ impl Suite {
                             config: model.config.clone(),
                             train: model.train.clone(),
                             baseline: model.baseline.clone(),
+                            docs: None,
+                            base_dir: Some(model.base_dir.clone()),
                         };
                         for &si in &model.samplers {
                             let s = &self.samplers[si];
@@ -95,6 +99,37 @@ pub struct ComponentSpec {
     /// Models only: the suite's `baseline:` (not part of the cell's identity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<String>,
+    /// Text tasks only: the documents the cell scores (`doc_ids:`, `docs_from_replay:`), part
+    /// of the cell's identity; `None`: the task's own order, all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs: Option<DocSelection>,
+    /// Models only: the suite file's folder, which relative paths in `config` are relative
+    /// to (handed to the plugin as `ModelOpenConfig::base_dir`; not part of the cell's
+    /// identity, so a suite moved with its files keeps its results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<std::path::PathBuf>,
+}
+
+/// How many of a text task's documents a cell scored (recorded where the suite selected some).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentCount {
+    /// Documents the cell's samples answer.
+    pub scored: usize,
+    /// Documents the task has.
+    pub of: usize,
+}
+
+/// Which documents of a text task a cell scores. Sample `i` of the cell answers the selected
+/// document `i mod D` (D: how many are selected) as its sample number `i div D`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DocSelection {
+    /// `doc_ids:`: these prompt ids, in this order.
+    Ids(Vec<String>),
+    /// `docs_from_replay: true`: the ids the model answers (`model.prompt_ids`: the rows of a
+    /// replay file), in the task's order. The reference row, which has no model, scores the
+    /// task's documents in its own order.
+    FromReplay,
 }
 
 /// One benchmark cell: a task, a model with a sampler (or the ground-truth reference row when
@@ -186,8 +221,18 @@ impl CellSpec {
     /// Content hash of everything that determines the cell's samples (not where plugins live,
     /// not the timeout), so a moved checkout resumes the same units.
     pub fn unit_id(&self) -> String {
+        // A selection joins the task's identity only when given, so other cells keep their ids.
+        let task = match &self.task.docs {
+            None => serde_json::json!([&self.task.name, &self.task.component, &self.task.config]),
+            Some(docs) => serde_json::json!([
+                &self.task.name,
+                &self.task.component,
+                &self.task.config,
+                docs
+            ]),
+        };
         let identity = serde_json::json!({
-            "task": [&self.task.name, &self.task.component, &self.task.config],
+            "task": task,
             "model": self.model.as_ref().map(|m| match &m.train {
                 None => serde_json::json!([&m.name, &m.component, &m.config]),
                 Some(t) => serde_json::json!([&m.name, &m.component, &m.config, t.identity()]),

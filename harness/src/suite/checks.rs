@@ -567,6 +567,10 @@ pub(super) fn check_top_value(c: &Check, key: &str, v: &Node) -> Result<(), Suit
                         "plugin" => c.text(x, "plugin", "plugin: dlm-formal"),
                         "task" => c.text(x, "task", "task: ngram"),
                         "config" => c.settings(x, "config", "config: {order: 2}"),
+                        "doc_ids" => {
+                            c.distinct_names(x, "doc_ids", "doc_ids: [HumanEval/3, HumanEval/17]")
+                        }
+                        "docs_from_replay" => c.boolean(x, "docs_from_replay"),
                         _ => Ok(()),
                     };
                     c.at_key(k, x, checked)?;

@@ -114,20 +114,25 @@ impl SuiteSource {
 
 /// "did you mean" suffix for an unknown name.
 pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    let mut best: Option<(f64, &str)> = None;
-    let mut all = Vec::new();
-    for c in candidates {
-        all.push(c);
-        let score = strsim::jaro_winkler(name, c);
-        if score > 0.7 && best.is_none_or(|(s, _)| score > s) {
-            best = Some((score, c));
-        }
-    }
-    match best {
-        Some((_, c)) => format!("; did you mean `{c}`?"),
+    let all: Vec<&str> = candidates.into_iter().collect();
+    match closest(name, all.iter().copied()) {
+        Some(c) => format!("; did you mean `{c}`?"),
         None if all.is_empty() => String::new(),
         None => format!("; known: {}", all.join(", ")),
     }
+}
+
+/// The candidate most like `name` (Jaro-Winkler above 0.7), never `name` itself: suggesting
+/// what the user wrote helps nobody.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut best: Option<(f64, &str)> = None;
+    for c in candidates {
+        let score = strsim::jaro_winkler(name, c);
+        if c != name && score > 0.7 && best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, c));
+        }
+    }
+    best.map(|(_, c)| c)
 }
 
 /// A YAML syntax error, located.

@@ -12,16 +12,17 @@ use std::path::{Path, PathBuf};
 
 mod cells;
 mod checks;
+mod docs;
 mod error;
 mod limits;
 #[cfg(test)]
 mod tests;
 mod yaml;
 
-pub use cells::{hex, CellSpec, ComponentSpec, SamplePart};
+pub use cells::{hex, CellSpec, ComponentSpec, DocSelection, DocumentCount, SamplePart};
 pub use checks::*;
 use error::load_error;
-pub use error::{did_you_mean, Location, SuiteError, SuiteSource};
+pub use error::{closest, did_you_mean, Location, SuiteError, SuiteSource};
 pub use limits::*;
 pub use yaml::yaml_to_json;
 use yaml::{find_key, section_config, section_value};
@@ -66,6 +67,12 @@ struct RawTask {
     /// Read from the YAML tree instead (`yaml_to_json`), which keeps plain scalars typed.
     #[serde(default, rename = "config")]
     _config: Option<serde::de::IgnoredAny>,
+    /// Text tasks: score only these documents (prompt ids), in this order.
+    #[serde(default)]
+    doc_ids: Option<Vec<Spanned<String>>>,
+    /// Text tasks: score exactly the documents each model's replay file covers.
+    #[serde(default)]
+    docs_from_replay: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -153,6 +160,8 @@ pub struct TaskEntry {
     pub component: String,
     pub component_span: marked_yaml::Span,
     pub config: Value,
+    /// `doc_ids:` or `docs_from_replay: true`: the documents its cells score.
+    pub docs: Option<DocSelection>,
 }
 
 /// A model entry.
@@ -172,6 +181,8 @@ pub struct ModelEntry {
     pub train_span: Option<marked_yaml::Span>,
     /// `baseline:`: the model to compare against (checked to name a model of the suite).
     pub baseline: Option<String>,
+    /// The suite file's folder, made absolute: relative paths in `config` are relative to it.
+    pub base_dir: PathBuf,
 }
 
 /// A model's `train:` mapping: the harness trains the model on fresh ground-truth sequences of
@@ -284,6 +295,24 @@ pub struct SamplerEntry {
     pub steps_span: Option<marked_yaml::Span>,
     pub schedule: Option<String>,
     pub params: BTreeMap<String, Value>,
+}
+
+/// What to say about a sampler a model names but the suite's list lacks. A close spelling in
+/// the list was written by the user too, and either may be the typo (`ddpm-cache` defined,
+/// `ddpm_cache` asked for): say where it is rather than suggest it as the fix.
+fn undefined_sampler_hint(name: &str, samplers: &[SamplerEntry]) -> String {
+    let names = samplers.iter().map(|s| s.sampler.as_str());
+    match closest(name, names.clone()).and_then(|c| samplers.iter().find(|s| s.sampler == c)) {
+        Some(near) => format!(
+            "; the list defines `{}`{}: if one of the two is misspelt, spell both as the plugin does (`dlm-bench describe PLUGIN` lists its samplers)",
+            near.sampler,
+            near.span
+                .start()
+                .map(|m| format!(" (line {})", m.line()))
+                .unwrap_or_default()
+        ),
+        None => did_you_mean(name, names),
+    }
 }
 
 /// A parsed and checked suite.
@@ -458,6 +487,7 @@ fn parse_tasks(
             ));
         }
         let config = section_config(top, "tasks", i, source)?;
+        let docs = docs::selection(t, source)?;
         tasks.push(TaskEntry {
             name: t.name.to_string(),
             plugin: PluginRef::parse(&t.plugin, suite_dir),
@@ -465,6 +495,7 @@ fn parse_tasks(
             component: t.task.to_string(),
             component_span: *t.task.span(),
             config,
+            docs,
         });
     }
     if tasks.is_empty() {
@@ -572,7 +603,7 @@ fn parse_models(
                                 "model `{}` asks for sampler `{}`, which the suite's `samplers` list does not define{}",
                                 *m.name,
                                 n.as_str(),
-                                did_you_mean(n, samplers.iter().map(|s| s.sampler.as_str()))
+                                undefined_sampler_hint(n, samplers)
                             ),
                         ));
                     }
@@ -619,6 +650,7 @@ fn parse_models(
             train,
             train_span: train_node.map(|n| *n.span()),
             baseline: m.baseline.as_ref().map(|b| b.to_string()),
+            base_dir: docs::base_dir(suite_dir),
         });
     }
     for m in raw.models.iter() {

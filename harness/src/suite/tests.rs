@@ -151,7 +151,11 @@ fn model_sampler_typo_suggests() {
         "    model: oracle",
         "    model: oracle\n    samplers: [ddpm_cach]",
     ));
-    assert!(e.message.contains("did you mean `ddpm_cache`"), "{e}");
+    // The close name is the suite's own entry, which may be the typo: pointed at, not offered.
+    assert!(
+        e.message.contains("the list defines `ddpm_cache` (line"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -212,4 +216,47 @@ fn garbage_never_panics() {
     ] {
         assert!(parse(text).is_err(), "{text:?}");
     }
+}
+
+#[test]
+fn doc_selections_parse_join_the_task_identity_and_are_checked() {
+    let with = |docs: &str| {
+        GOOD.replace(
+            "    task: ngram\n",
+            &format!("    task: ngram\n    {docs}\n"),
+        )
+    };
+    let plain = parse(GOOD).unwrap();
+    let ids = parse(&with("doc_ids: [HumanEval/3, 11]")).unwrap();
+    let from = parse(&with("docs_from_replay: true")).unwrap();
+    let off = parse(&with("docs_from_replay: false")).unwrap();
+    assert_eq!(
+        ids.tasks[0].docs,
+        Some(DocSelection::Ids(vec!["HumanEval/3".into(), "11".into()]))
+    );
+    assert_eq!(from.tasks[0].docs, Some(DocSelection::FromReplay));
+    assert_eq!(off.tasks[0].docs, None);
+    // A selection changes which samples a cell holds, so its unit id; no selection keeps the
+    // ids cells had before selections existed.
+    let unit = |s: &Suite| s.cells()[0].unit_id();
+    assert_ne!(unit(&plain), unit(&ids));
+    assert_ne!(unit(&ids), unit(&from));
+    assert_eq!(unit(&plain), unit(&off));
+    // Models carry the suite's folder, absolute, for relative paths in their configs.
+    let model = plain.cells().into_iter().find_map(|c| c.model).unwrap();
+    let base = model.base_dir.unwrap();
+    assert!(base.is_absolute() && base.ends_with("suites"), "{base:?}");
+
+    let e = error_of(&with("doc_ids: [HumanEval/3]\n    docs_from_replay: true"));
+    assert!(e.to_string().contains("not both"), "{e}");
+    let e = error_of(&with("doc_ids: []"));
+    assert!(e.to_string().contains("`doc_ids` is empty"), "{e}");
+    let e = error_of(&with("doc_ids: [a, a]"));
+    assert!(e.to_string().contains("names `a` twice"), "{e}");
+    let e = error_of(&with("docs_from_replay: yes please"));
+    assert!(
+        e.to_string()
+            .contains("`docs_from_replay` must be `true` or `false`"),
+        "{e}"
+    );
 }

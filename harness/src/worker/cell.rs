@@ -2,7 +2,9 @@
 //! score every sequence under the task, time every batch.
 
 use super::*;
-use dlm_plugin_api::SamplerSpec;
+use crate::suite::{DocSelection, DocumentCount};
+use dlm_plugin_api::{Prompt, PromptIdsReply, SamplerSpec};
+use std::collections::HashMap;
 
 pub(super) fn run_cell(
     cell: &CellSpec,
@@ -13,32 +15,11 @@ pub(super) fn run_cell(
 ) -> Result<CellOutput> {
     let (task_plugin, task, description) = open_task(&cell.task, task_library, cell.length)?;
     if description.text.is_some() {
-        let model = match (&cell.model, &cell.sampler) {
-            (None, _) => None,
-            (Some(model_spec), Some(sampler)) => {
-                let model_library =
-                    model_library.context("a model cell needs its model library")?;
-                let binding = TaskBinding {
-                    plugin: task_plugin.descriptor.name.clone(),
-                    task: cell.task.component.clone(),
-                    config: cell.task.config.clone(),
-                    description: description.clone(),
-                };
-                let model = open_model(
-                    model_library,
-                    model_spec,
-                    binding,
-                    None,
-                    checkpoint.cloned(),
-                )?;
-                Some((model, sampler))
-            }
-            (Some(_), None) => anyhow::bail!("a model cell needs a sampler"),
-        };
-        return text::run_text_cell(
+        return run_text(
             cell,
             (task_plugin, task, description),
-            model.as_ref().map(|(m, s)| (m, *s)),
+            model_library,
+            checkpoint,
             events,
         );
     }
@@ -91,7 +72,226 @@ pub(super) fn run_cell(
         samples,
         batches: generated.batches,
         device: generated.device,
+        documents: None,
     })
+}
+
+/// A text cell: open the model (if any) for the documents the cell scores, then generate and
+/// score in `text.rs`.
+fn run_text(
+    cell: &CellSpec,
+    (task_plugin, task, description): (LoadedPlugin, Instance, TaskDescription),
+    model_library: Option<&Path>,
+    checkpoint: Option<&TrainedCheckpoint>,
+    events: &mut EventWriter,
+) -> Result<CellOutput> {
+    let binding = |description: &TaskDescription| TaskBinding {
+        plugin: task_plugin.descriptor.name.clone(),
+        task: cell.task.component.clone(),
+        config: cell.task.config.clone(),
+        description: description.clone(),
+    };
+    let (model, selection) = match (&cell.model, &cell.sampler) {
+        (None, _) => {
+            let selection = match &cell.task.docs {
+                Some(DocSelection::Ids(ids)) => Some(Selection::of(cell, &description, ids)?),
+                // No model, no replay file: the task's own documents.
+                Some(DocSelection::FromReplay) | None => None,
+            };
+            (None, selection)
+        }
+        (Some(model_spec), Some(sampler)) => {
+            let model_library = model_library.context("a model cell needs its model library")?;
+            let open = |description: &TaskDescription| {
+                open_model(
+                    model_library,
+                    model_spec,
+                    binding(description),
+                    None,
+                    checkpoint.cloned(),
+                )
+            };
+            let selection = match &cell.task.docs {
+                None => None,
+                Some(DocSelection::Ids(ids)) => Some(Selection::of(cell, &description, ids)?),
+                Some(DocSelection::FromReplay) => {
+                    let ids = model_prompt_ids(&open(&description)?, cell)?;
+                    Some(Selection::of(cell, &description, &ids)?)
+                }
+            };
+            // The model sees the selected documents as the task's whole set: it numbers the
+            // samples of each document as the cell does.
+            let model = match &selection {
+                None => open(&description)?,
+                Some(selection) => open(&selection.describe(&description))?,
+            };
+            (Some((model, sampler)), selection)
+        }
+        (Some(_), None) => anyhow::bail!("a model cell needs a sampler"),
+    };
+    let description = match &selection {
+        Some(selection) => selection.describe(&description),
+        None => description,
+    };
+    let mut output = text::run_text_cell(
+        cell,
+        (task_plugin, task, description),
+        model.as_ref().map(|(m, s)| (m, *s)),
+        selection.as_ref(),
+        events,
+    )?;
+    output.documents = selection.as_ref().map(Selection::count);
+    Ok(output)
+}
+
+/// The prompt ids a model answers (`model.prompt_ids`), for `docs_from_replay: true`.
+fn model_prompt_ids(model: &OpenedModel, cell: &CellSpec) -> Result<Vec<String>> {
+    let name = cell.model.as_ref().map_or("", |m| m.name.as_str());
+    let (reply, _): (PromptIdsReply, _) = call(
+        &model.instance,
+        method::MODEL_PROMPT_IDS,
+        &serde_json::json!({}),
+        &[],
+    )
+    .with_context(|| {
+        format!("task `{}` has `docs_from_replay: true`, but model `{name}` cannot say which documents it covers", cell.task.name)
+    })?;
+    reply.ids.with_context(|| {
+        format!(
+            "task `{}` has `docs_from_replay: true`, but model `{name}` generates for any \
+             prompt rather than replaying a file; list the documents with `doc_ids:` instead",
+            cell.task.name
+        )
+    })
+}
+
+/// The documents a text cell scores when its suite selects some: sample `i` of the cell
+/// answers selected document `i mod D` as its sample number `i div D`, which is the task's
+/// own sample `(i div D)·P + position` (P: the task's prompt count).
+pub(super) struct Selection {
+    /// The selected documents' positions among the task's prompts, in selection order.
+    positions: Vec<u64>,
+    /// Their prompt ids, in the same order.
+    ids: Vec<String>,
+    /// The task's prompt count.
+    of: u64,
+}
+
+impl Selection {
+    /// The selection of `wanted` among the task's prompt ids; `docs_from_replay` lists them in
+    /// the task's order, `doc_ids` in its own.
+    fn of(cell: &CellSpec, description: &TaskDescription, wanted: &[String]) -> Result<Self> {
+        let task = &cell.task.name;
+        let known = description
+            .text
+            .as_ref()
+            .and_then(|t| t.prompt_ids.as_ref())
+            .with_context(|| {
+                format!(
+                    "task `{task}` has no fixed set of documents (its prompts are made, not read \
+                     from a dataset), so `doc_ids`/`docs_from_replay` cannot select any; remove them"
+                )
+            })?;
+        let position: HashMap<&str, u64> = known
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i as u64))
+            .collect();
+        let unknown: Vec<&str> = wanted
+            .iter()
+            .filter(|id| !position.contains_key(id.as_str()))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            let shown: Vec<String> = unknown.iter().take(5).map(|id| format!("`{id}`")).collect();
+            anyhow::bail!(
+                "task `{task}`: {} selected document(s) are not among its {} prompt ids ({}{}); \
+                 its ids run `{}` … `{}` (check the ids, and the task's `limit` and split)",
+                unknown.len(),
+                known.len(),
+                shown.join(", "),
+                if unknown.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                },
+                known.first().map_or("", String::as_str),
+                known.last().map_or("", String::as_str),
+            );
+        }
+        let mut positions: Vec<u64> = wanted.iter().map(|id| position[id.as_str()]).collect();
+        if matches!(cell.task.docs, Some(DocSelection::FromReplay)) {
+            positions.sort_unstable();
+            positions.dedup();
+        }
+        if positions.is_empty() {
+            anyhow::bail!("task `{task}`: the selection holds no document");
+        }
+        let whole = cell.part.map_or(cell.n, |p| p.of);
+        if !whole.is_multiple_of(positions.len()) {
+            anyhow::bail!(
+                "task `{task}`: the cell's {whole} samples do not split evenly over the {} \
+                 selected documents; set `samples` to a multiple of {} (2 samples per \
+                 document: {})",
+                positions.len(),
+                positions.len(),
+                2 * positions.len()
+            );
+        }
+        Ok(Selection {
+            ids: positions
+                .iter()
+                .map(|&p| known[p as usize].clone())
+                .collect(),
+            positions,
+            of: known.len() as u64,
+        })
+    }
+
+    /// The task's description as the cell sees it: the selected documents are its prompts.
+    fn describe(&self, description: &TaskDescription) -> TaskDescription {
+        let mut description = description.clone();
+        if let Some(text) = description.text.as_mut() {
+            text.prompts = Some(self.ids.len());
+            text.prompt_ids = Some(self.ids.clone());
+        }
+        description
+    }
+
+    fn count(&self) -> DocumentCount {
+        DocumentCount {
+            scored: self.ids.len(),
+            of: self.of as usize,
+        }
+    }
+
+    /// The prompts of the cell's samples `first .. first + n`: each asked of the task at its
+    /// own sample index, and checked to be the selected document.
+    pub(super) fn prompts(
+        &self,
+        task: &Instance,
+        first: u64,
+        n: usize,
+        seed: u64,
+    ) -> Result<Vec<Prompt>> {
+        let d = self.positions.len() as u64;
+        (first..first + n as u64)
+            .map(|i| {
+                let slot = (i % d) as usize;
+                let index = (i / d) * self.of + self.positions[slot];
+                let prompt = text::prompts(task, index, 1, seed)?.remove(0);
+                if prompt.id != self.ids[slot] {
+                    anyhow::bail!(
+                        "task.prompts gave prompt `{}` at index {index}, where its prompt_ids \
+                         list `{}`: the task's prompts do not follow its own ids",
+                        prompt.id,
+                        self.ids[slot]
+                    );
+                }
+                Ok(prompt)
+            })
+            .collect()
+    }
 }
 
 /// A cell's sequences before scoring, with what the model said about them.

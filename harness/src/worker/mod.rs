@@ -145,6 +145,10 @@ pub struct CellOutput {
     pub samples: Vec<WorkerSample>,
     pub batches: Vec<BatchRecord>,
     pub device: Option<String>,
+    /// Text cells whose suite selects documents (`doc_ids:`, `docs_from_replay:`): how many
+    /// of the task's documents were scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<crate::suite::DocumentCount>,
 }
 
 /// Events a worker writes, one JSON object per line.
@@ -390,6 +394,10 @@ pub(super) fn open_model(
         task,
         train,
         checkpoint,
+        base_dir: spec
+            .base_dir
+            .as_ref()
+            .map(|dir| dir.to_string_lossy().into_owned()),
     };
     let instance = plugin.open(
         ComponentKind::Model,

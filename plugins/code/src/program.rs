@@ -263,6 +263,18 @@ impl TestProgram {
         }
     }
 
+    /// HumanEval with a whole program (an evalplus `solution`, which already holds the
+    /// signature): `program`, then `test`, then `check(entry_point)` — the prompt is not put
+    /// before it, as `evalplus/evaluate.py` runs `solution` when a sample has one.
+    pub fn humaneval_program(task: &crate::data::HumanEvalTask, program: &str) -> Self {
+        TestProgram {
+            prelude: String::new(),
+            sample: program.to_string(),
+            setup: task.test.clone(),
+            tests: vec![format!("check({})", task.entry_point)],
+        }
+    }
+
     /// Renders the driver with a fresh random nonce.
     pub fn render(&self) -> Rendered {
         let mut rng = rand::rng();

@@ -33,7 +33,9 @@
 //! * `doc_id` (required): a string, or an integer stored as its decimal text — so `7` and `"7"`
 //!   are the same document.
 //! * `generation` (required): a string, the text generated after the prompt.
-//! * `sample`: a non-negative integer below 2³², default 0.
+//! * `sample`: a non-negative integer below 2³². Rows without it are numbered 0, 1, 2, … per
+//!   (steps, doc_id) in file order; a numbered row that takes an index already taken is a
+//!   duplicate.
 //! * `steps`: a non-negative integer below 2³²; absent means the row has no step count.
 //! * `nfe`: a non-negative integer (function evaluations spent on this sample).
 //! * `seconds`: a finite, non-negative number (wall time spent on this sample).
@@ -75,18 +77,25 @@
 //! `{"task_id": "HumanEval/0", "completion": "..."}` (openai/human-eval,
 //! `human_eval/evaluation.py`) and `{"task_id": "HumanEval/0", "solution": "..."}`
 //! (evalplus/evalplus, `evalplus/evaluate.py`, which prefers `solution` when a line has both).
-//! `task_id` (a string) becomes the doc_id. Several lines with one task_id are several samples,
+//! `task_id` (a string, or an integer as MBPP files written by other tools give it, stored as
+//! its decimal text) becomes the doc_id. Several lines with one task_id are several samples,
 //! numbered 0, 1, 2, … per task_id in file order — the `completion_id` counter both tools keep.
 //! Other keys (`result` and `passed` in human-eval's `_results.jsonl`) are ignored. Note the
 //! difference for scoring: a human-eval `completion` continues the prompt, an evalplus
-//! `solution` is the whole program; [`ReplaySet::format`] says which the file holds.
+//! `solution` is the whole program (evalplus/evalplus `evaluate.py`, commit 26d6d00, runs
+//! `solution` as it is and `prompt + completion` only for lines without one);
+//! [`ReplaySet::format`] says which the file holds, and the `replay` model answers an evalplus
+//! file's rows as whole programs. A line with both `completion` and `solution` is refused under
+//! [`Format::Auto`] (the two tools would run different programs); with an explicit format, each
+//! takes its own tool's field.
 //!
 //! ## Detection ([`Format::Auto`])
 //!
 //! Each line's format is told by its keys, in this order:
 //!
 //! 1. any of `resps`, `filtered_resps`, `doc` → lm-eval;
-//! 2. otherwise `task_id` with `solution` → evalplus; `task_id` without `solution` → human-eval;
+//! 2. otherwise `task_id` with `solution` → evalplus (with `completion` too: an error);
+//!    `task_id` without `solution` → human-eval;
 //! 3. otherwise `doc_id` or `generation` → native;
 //! 4. otherwise the line is an error.
 //!

