@@ -75,6 +75,8 @@ fn write_shards(dir: &Path, path: &Path, text: &str) -> Vec<PathBuf> {
         started_at: now_rfc3339(),
         finished_at: Some(now_rfc3339()),
         command: Vec::new(),
+        filters: Default::default(),
+        text_cells: Vec::new(),
     };
     (0..SHARDS)
         .map(|k| {
@@ -98,6 +100,7 @@ fn write_shards(dir: &Path, path: &Path, text: &str) -> Vec<PathBuf> {
                     one_step_per_token: false,
                     batches: Vec::new(),
                     device: Some("cpu".into()),
+                    documents: None,
                     worker_seconds: 0.0,
                     finished_at: now_rfc3339(),
                 };

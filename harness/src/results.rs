@@ -64,6 +64,89 @@ pub struct Manifest {
     pub started_at: String,
     pub finished_at: Option<String>,
     pub command: Vec<String>,
+    /// `run --tasks/--models/--limit`: the part of the suite this run covers (absent: all).
+    #[serde(default, skip_serializing_if = "crate::filter::RunFilters::is_empty")]
+    pub filters: crate::filter::RunFilters,
+    /// Per text cell, what its numbers rest on ([`TextCellRun`]); filled from `cells.jsonl`
+    /// whenever the summary is written (end of a run, `merge`, `report`). Absent in runs
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_cells: Vec<TextCellRun>,
+}
+
+/// How generation is counted in every text cell (ARCHITECTURE.md, `TextTaskInfo`): recorded
+/// with the cells so that a run record states it.
+pub const TEXT_COUNTING: &str = "tokens per forward = generated tokens up to the end-of-text or \
+     stop string ÷ network calls (NFE); prompt and padding tokens are never counted as generated";
+
+/// What the manifest records of one text cell, so that its numbers can stand next to a
+/// published table: the task's provenance (data files and sums, template, few-shot count,
+/// filters, scoring mode), the model as configured (its dtype is in `model.config` where the
+/// suite sets one; otherwise the plugin's default) and the device it ran on, and the sampler
+/// as the suite gives it (parameters it leaves out take the sampler's documented defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextCellRun {
+    pub key: String,
+    pub unit: String,
+    pub task: ComponentRun,
+    /// `None` when the task declares none (plugins before API 1.5).
+    pub provenance: Option<dlm_plugin_api::TaskProvenance>,
+    /// `None` for the reference row (the task's own reference completions).
+    pub model: Option<ComponentRun>,
+    pub sampler: Option<dlm_plugin_api::SamplerSpec>,
+    /// The device the model reported for its batches.
+    pub device: Option<String>,
+    pub length: usize,
+    pub seed: u64,
+    pub n: usize,
+    pub batch_size: usize,
+    pub counting: String,
+}
+
+/// A task or model of a [`TextCellRun`]: its names, plugin and configuration as the suite
+/// gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentRun {
+    /// The name in the suite.
+    pub name: String,
+    /// The component inside the plugin.
+    pub component: String,
+    /// The plugin's name and version as its descriptor reported them (`None` when the cell
+    /// failed before loading it).
+    pub plugin: Option<PluginId>,
+    pub config: serde_json::Value,
+}
+
+impl TextCellRun {
+    /// The record of `cell`, or `None` when it is not a text cell (or never described its task).
+    pub fn of(cell: &CellRecord) -> Option<TextCellRun> {
+        let description = cell.task_description.as_ref()?;
+        description.text.as_ref()?;
+        let spec = &cell.cell;
+        let component = |c: &crate::suite::ComponentSpec, plugin: &Option<PluginId>| ComponentRun {
+            name: c.name.clone(),
+            component: c.component.clone(),
+            plugin: plugin.clone(),
+            config: c.config.clone(),
+        };
+        Some(TextCellRun {
+            key: cell.key.clone(),
+            unit: cell.unit.clone(),
+            task: component(&spec.task, &cell.task_plugin),
+            provenance: description.provenance.clone(),
+            model: spec
+                .model
+                .as_ref()
+                .map(|m| component(m, &cell.model_plugin)),
+            sampler: spec.sampler.clone(),
+            device: cell.device.clone(),
+            length: spec.length,
+            seed: spec.seed,
+            n: spec.n,
+            batch_size: spec.batch_size,
+            counting: TEXT_COUNTING.to_string(),
+        })
+    }
 }
 
 /// One line of `samples.jsonl`.
@@ -160,6 +243,10 @@ pub struct CellRecord {
     #[serde(default)]
     pub batches: Vec<BatchRecord>,
     pub device: Option<String>,
+    /// Text cells whose suite selects documents (`doc_ids:`, `docs_from_replay:`): how many
+    /// of the task's documents were scored ("N of M documents").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<crate::suite::DocumentCount>,
     /// Seconds the worker process lived (start-up, loading, generation, scoring).
     pub worker_seconds: f64,
     pub finished_at: String,

@@ -75,6 +75,11 @@ pub struct CellSummary {
     /// Metrics the task declares (`TaskDescription::metrics`), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, MetricValue>,
+    /// How the task's numbers are made, as it declares it (text tasks, API 1.5): data files and
+    /// their sums, prompt template, few-shot count, answer filters, the scoring mode
+    /// (`provenance.scoring`), and deliberate differences from the reference tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<dlm_plugin_api::TaskProvenance>,
 }
 
 /// A task-declared metric of one cell, with its declaration (so `summary.json` explains itself
@@ -86,4 +91,8 @@ pub struct MetricValue {
     /// Samples that carried a value.
     pub n: usize,
     pub declared: dlm_plugin_api::MetricDecl,
+    /// Why there is no value, where the harness knows (pass@k with fewer than `k` samples of
+    /// some problem).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }

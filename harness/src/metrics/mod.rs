@@ -272,6 +272,10 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         one_step_per_token: c.one_step_per_token,
         device: c.device.clone(),
         metrics: BTreeMap::new(),
+        provenance: c
+            .task_description
+            .as_ref()
+            .and_then(|d| d.provenance.clone()),
     };
     if c.status != CellStatus::Ok || rows.is_empty() {
         return s;
@@ -281,7 +285,11 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         let def = MetricDef::declared(decl);
         let value = match decl.kind {
             dlm_plugin_api::MetricKind::PassAtK { k } => {
-                pass_at_k_value(decl, &def, rows, k, &c.unit)
+                let prompts = c
+                    .task_description
+                    .as_ref()
+                    .and_then(|d| d.text.as_ref()?.prompts);
+                pass_at_k_value(decl, &def, rows, k, &c.unit, prompts)
             }
             _ => {
                 let values: Vec<f64> = rows.iter().filter_map(|r| def.per_sample(r)).collect();
@@ -400,6 +408,7 @@ fn aggregate(
             ci: None,
             n,
             declared: decl.clone(),
+            note: None,
         };
     }
     let mean = values.iter().sum::<f64>() / n as f64;
@@ -415,17 +424,21 @@ fn aggregate(
         ci,
         n,
         declared: decl.clone(),
+        note: None,
     }
 }
 
 /// A pass@k metric of a cell: per problem (`extra["prompt_id"]`) the estimator over its
-/// samples, averaged, with a bootstrap CI over problems.
+/// samples, averaged, with a bootstrap CI over problems. Chen et al.'s estimator needs `k`
+/// samples of every problem; where one has fewer there is no figure, and the note says why and
+/// how many samples the cell needs (`prompts`: the task's problem count, when it has one).
 fn pass_at_k_value(
     decl: &dlm_plugin_api::MetricDecl,
     def: &MetricDef,
     rows: &[&SampleRecord],
     k: u64,
     unit: &str,
+    prompts: Option<usize>,
 ) -> MetricValue {
     let mut problems: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for r in rows {
@@ -439,10 +452,18 @@ fn pass_at_k_value(
         e.0 += 1;
         e.1 += u64::from(v != 0.0);
     }
-    let per_problem: Option<Vec<f64>> = problems
-        .values()
-        .map(|&(n, c)| crate::stats::pass_at_k(n, c, k))
-        .collect();
+    let fewest = problems.values().map(|&(n, _)| n).min();
+    let mut note = None;
+    let per_problem: Option<Vec<f64>> = match fewest {
+        Some(fewest) if fewest < k => {
+            note = Some(too_few_samples(k, fewest, &problems, prompts));
+            None
+        }
+        _ => problems
+            .values()
+            .map(|&(n, c)| crate::stats::pass_at_k(n, c, k))
+            .collect(),
+    };
     let (value, ci) = match per_problem {
         Some(v) if !v.is_empty() => (
             Some(v.iter().sum::<f64>() / v.len() as f64),
@@ -455,7 +476,35 @@ fn pass_at_k_value(
         ci,
         n: problems.len(),
         declared: decl.clone(),
+        note,
     }
+}
+
+/// Why a cell has no pass@k: too few samples of some problem, and what would do.
+fn too_few_samples(
+    k: u64,
+    fewest: u64,
+    problems: &BTreeMap<String, (u64, u64)>,
+    prompts: Option<usize>,
+) -> String {
+    let most = problems.values().map(|&(n, _)| n).max().unwrap_or(fewest);
+    let spread = if most == fewest {
+        format!("{fewest}")
+    } else {
+        format!("{fewest} to {most}")
+    };
+    let total = prompts.unwrap_or(problems.len()) as u64;
+    let samples: u64 = problems.values().map(|&(n, _)| n).sum();
+    let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    format!(
+        "pass@{k} needs at least {k} samples of every problem (k ≤ n); this cell has {spread} \
+         per problem ({} over {}): set `samples` to at least {} (samples are dealt to the \
+         task's {} in turn) or leave {k} out of the task's `k`",
+        plural(samples, "sample"),
+        plural(problems.len() as u64, "problem"),
+        k * total,
+        plural(total, "problem"),
+    )
 }
 
 /// Percentile bootstrap 95% CI of a mean ([`bootstrap_ci`]); `None` without values.

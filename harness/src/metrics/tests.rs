@@ -45,6 +45,8 @@ fn cell(model: &str, sampler: &str, ar_model: bool, baseline: Option<&str>) -> C
         config: serde_json::Value::Null,
         train: None,
         baseline: None,
+        docs: None,
+        base_dir: None,
     };
     let spec = CellSpec {
         task: component("t"),
@@ -80,6 +82,7 @@ fn cell(model: &str, sampler: &str, ar_model: bool, baseline: Option<&str>) -> C
         one_step_per_token: ar_model || sampler == "left_to_right",
         batches: Vec::new(),
         device: None,
+        documents: None,
         worker_seconds: 0.0,
         finished_at: String::new(),
     }

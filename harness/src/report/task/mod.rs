@@ -536,6 +536,8 @@ impl<'a> TaskView<'a> {
             legend,
             samples: self.samples(),
             aup: self.aup(),
+            provenance: self.provenance(),
+            metric_notes: self.metric_notes(),
             plots,
             cost_plots,
             rows: rows.iter().map(|r| (*r).clone()).collect(),

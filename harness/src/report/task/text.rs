@@ -43,6 +43,43 @@ impl TaskView<'_> {
         }
     }
 
+    /// The task's provenance declarations, each distinct one once, in cell order.
+    pub(super) fn provenance(&self) -> Vec<dlm_plugin_api::TaskProvenance> {
+        let mut out: Vec<dlm_plugin_api::TaskProvenance> = Vec::new();
+        for p in self.rows.iter().filter_map(|r| r.provenance.as_ref()) {
+            if !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+
+    /// Why declared metrics have no value (the harness's notes), each reason once, naming
+    /// the cells.
+    pub(super) fn metric_notes(&self) -> Vec<String> {
+        let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+        for r in &self.rows {
+            for note in r.metrics.values().filter_map(|m| m.note.as_ref()) {
+                match out.iter_mut().find(|(n, _)| n == note) {
+                    Some((_, keys)) => keys.push(&r.key),
+                    None => out.push((note.clone(), vec![&r.key])),
+                }
+            }
+        }
+        // A few cells by name are enough to find them; the table marks each one.
+        const NAMED: usize = 4;
+        out.into_iter()
+            .map(|(note, keys)| {
+                let more = keys.len().saturating_sub(NAMED);
+                let named = keys[..keys.len().min(NAMED)].join(", ");
+                match more {
+                    0 => format!("{note} ({named})"),
+                    _ => format!("{note} ({named} and {more} more cells)"),
+                }
+            })
+            .collect()
+    }
+
     /// Text tasks: AUP of every series (and AR cell) on the task's accuracy metric, the pool
     /// being all of them.
     pub(super) fn aup(&self) -> Option<AupTable> {

@@ -32,6 +32,10 @@ pub(super) struct CodeConfig {
     shots: Option<usize>,
     #[serde(default)]
     memory_mb: Option<u64>,
+    #[serde(default)]
+    k: Option<Vec<u64>>,
+    #[serde(default)]
+    setup_code: Option<bool>,
 }
 
 /// The checked settings of a task.
@@ -41,7 +45,17 @@ pub(super) struct Settings {
     pub(super) limit: Option<usize>,
     pub(super) shots: usize,
     pub(super) sandbox: SandboxConfig,
+    /// The `k` of every pass@k to report, ascending.
+    pub(super) ks: Vec<u64>,
+    /// `mbpp` only: run `test_setup_code` before the tests (lm-eval's `mbpp` does not).
+    pub(super) setup_code: bool,
 }
+
+/// pass@k reported when the config gives no `k` (pass@1 and pass@10, as before `k` existed).
+pub(super) const DEFAULT_KS: [u64; 2] = [1, 10];
+
+/// The largest `k`: more samples of one problem than any run draws (a guard against typos).
+const MAX_K: u64 = 1_000_000;
 
 /// Parses a config, naming the offending key in every error.
 pub(super) fn parse_config(benchmark: Benchmark, config: Value) -> Result<CodeConfig> {
@@ -138,10 +152,44 @@ pub(super) fn settings(benchmark: Benchmark, config: CodeConfig) -> Result<Setti
         }
         (true, Some(s)) => s,
     };
+    if config.setup_code.is_some() && benchmark != Benchmark::Mbpp {
+        return Err(PluginError::bad_config(format!(
+            "{task} config: `setup_code` is for mbpp only (only full MBPP has `test_setup_code`)"
+        )));
+    }
     Ok(Settings {
         data: config.data_dir.map_or_else(DataDir::from_env, DataDir::new),
         limit: config.limit,
         shots,
         sandbox,
+        ks: checked_ks(task, config.k)?,
+        setup_code: config.setup_code.unwrap_or(true),
     })
+}
+
+/// The `k` list: each in 1..=MAX_K, no repeats; sorted ascending. Whether a cell has `k`
+/// samples of every problem is the harness's check (it knows the cell's `n`).
+fn checked_ks(task: &str, ks: Option<Vec<u64>>) -> Result<Vec<u64>> {
+    let Some(mut ks) = ks else {
+        return Ok(DEFAULT_KS.to_vec());
+    };
+    if ks.is_empty() {
+        return Err(PluginError::bad_config(format!(
+            "{task} config: `k` is empty; list the k of every pass@k to report, e.g. `k: [1, 10, \
+             100]` (omit it for [1, 10])"
+        )));
+    }
+    if let Some(bad) = ks.iter().find(|&&k| k == 0 || k > MAX_K) {
+        return Err(PluginError::bad_config(format!(
+            "{task} config: `k` values must be at least 1 and at most {MAX_K}, got {bad}"
+        )));
+    }
+    ks.sort_unstable();
+    if let Some(w) = ks.windows(2).find(|w| w[0] == w[1]) {
+        return Err(PluginError::bad_config(format!(
+            "{task} config: `k` lists {} twice",
+            w[0]
+        )));
+    }
+    Ok(ks)
 }

@@ -205,7 +205,7 @@ fn prompts_ids_and_references() {
         return;
     }
     let dir = DataDir::from_env();
-    let mbpp = load_problems(Benchmark::Mbpp, &dir, 3, None).unwrap();
+    let mbpp = load_problems(Benchmark::Mbpp, &dir, 3, None, true).unwrap();
     assert_eq!(mbpp.len(), 500);
     assert_eq!((mbpp[0].id.as_str(), mbpp[499].id.as_str()), ("11", "510"));
     assert!(mbpp[0]
@@ -215,16 +215,16 @@ fn prompts_ids_and_references() {
     assert_eq!(mbpp[0].prompt.matches("[DONE]").count(), 3);
     assert!(mbpp[0].prompt.ends_with("[BEGIN]\n"));
     assert!(mbpp[0].reference.ends_with("\n[DONE]"));
-    let zero = load_problems(Benchmark::Mbpp, &dir, 0, Some(5)).unwrap();
+    let zero = load_problems(Benchmark::Mbpp, &dir, 0, Some(5), true).unwrap();
     assert_eq!(zero.len(), 5);
     assert_eq!(zero[0].prompt.matches("[BEGIN]").count(), 1);
 
-    let sanitized = load_problems(Benchmark::MbppSanitized, &dir, 3, None).unwrap();
+    let sanitized = load_problems(Benchmark::MbppSanitized, &dir, 3, None, true).unwrap();
     assert_eq!(sanitized.len(), 257);
     assert_eq!(sanitized[0].id, "11");
     assert_eq!(sanitized[0].prompt.matches("[BEGIN]").count(), 4);
 
-    let he = load_problems(Benchmark::HumanEval, &dir, 0, Some(8)).unwrap();
+    let he = load_problems(Benchmark::HumanEval, &dir, 0, Some(8), true).unwrap();
     assert_eq!(he.len(), 8);
     assert_eq!(he[3].id, "HumanEval/3");
     assert!(he[0].prompt.starts_with("from typing import List"));
@@ -311,7 +311,7 @@ fn memory_mb_sets_the_sandbox_cap() {
 
 #[test]
 fn scores_carry_cause_stage_and_code() {
-    let s = sample_score("x".into(), &Outcome::Passed);
+    let s = sample_score("x".into(), &Outcome::Passed, &config::DEFAULT_KS);
     assert!(s.in_support);
     assert_eq!(
         s.extra.keys().collect::<Vec<_>>(),
@@ -323,6 +323,7 @@ fn scores_carry_cause_stage_and_code() {
             stage: Stage::Unknown,
             cause: Cause::OutputLimit,
         },
+        &config::DEFAULT_KS,
     );
     assert!(!s.in_support);
     assert_eq!(s.extra["cause"], json!("output limit"));
@@ -340,4 +341,165 @@ fn the_plugin_lists_three_text_tasks() {
     }
     assert_eq!(Benchmark::Mbpp.stop(), ["[DONE]"]);
     assert_eq!(Benchmark::HumanEval.stop().len(), 5);
+}
+
+/// `setup_code: false` runs lm-eval's `mbpp` program (completion + `test_list`): the same as
+/// ours for every test-split problem but 367, the only one with setup code, which then fails
+/// with a NameError even for its reference solution, as under lm-eval.
+#[test]
+fn without_setup_code_task_367_fails_as_under_lm_eval() {
+    if !data_here() {
+        return;
+    }
+    let dir = DataDir::from_env();
+    let with = load_problems(Benchmark::Mbpp, &dir, 3, None, true).unwrap();
+    let without = load_problems(Benchmark::Mbpp, &dir, 3, None, false).unwrap();
+    let differing: Vec<&str> = with
+        .iter()
+        .zip(&without)
+        .filter(|(a, b)| a.program(&a.reference, false) != b.program(&b.reference, false))
+        .map(|(a, _)| a.id.as_str())
+        .collect();
+    assert_eq!(differing, ["367"]);
+    if !sandbox_here() {
+        return;
+    }
+    let score_367 = |setup_code: bool| {
+        let mut task = open(
+            Benchmark::Mbpp,
+            json!({"allow_code_execution": true, "setup_code": setup_code}),
+        );
+        let stop = task.describe(0).unwrap().text.unwrap().stop;
+        let reference = task.problem("367").unwrap().reference.clone();
+        task.score_text(&[completion("367", &cut(&reference, &stop))])
+            .unwrap()
+            .remove(0)
+    };
+    let kept = score_367(true);
+    assert!(kept.in_support, "{kept:?}");
+    let dropped = score_367(false);
+    assert!(!dropped.in_support, "{dropped:?}");
+    assert_eq!(dropped.extra["cause"], json!("NameError"));
+    assert_eq!(dropped.extra["failing_test"], json!(0));
+    assert!(
+        dropped.extra["message"].as_str().unwrap().contains("root"),
+        "{dropped:?}"
+    );
+}
+
+#[test]
+fn k_declares_one_pass_at_k_metric_each() {
+    let parse = |benchmark: Benchmark, config: Value| {
+        settings(benchmark, parse_config(benchmark, config).unwrap())
+    };
+    let ks = parse(
+        Benchmark::HumanEval,
+        json!({"allow_code_execution": true, "k": [5, 1, 2]}),
+    )
+    .unwrap()
+    .ks;
+    assert_eq!(ks, [1, 2, 5]);
+    let declared: Vec<(String, String, MetricKind)> = metrics(&ks)
+        .into_iter()
+        .map(|m| (m.name, m.label, m.kind))
+        .collect();
+    assert_eq!(
+        declared,
+        [
+            ("passed".into(), "pass (all tests)".into(), MetricKind::Rate),
+            (
+                "pass_at_1".into(),
+                "pass@1".into(),
+                MetricKind::PassAtK { k: 1 }
+            ),
+            (
+                "pass_at_2".into(),
+                "pass@2".into(),
+                MetricKind::PassAtK { k: 2 }
+            ),
+            (
+                "pass_at_5".into(),
+                "pass@5".into(),
+                MetricKind::PassAtK { k: 5 }
+            ),
+        ]
+    );
+    let s = sample_score("x".into(), &Outcome::Passed, &ks);
+    assert_eq!(
+        s.extra.keys().collect::<Vec<_>>(),
+        ["code", "pass_at_1", "pass_at_2", "pass_at_5", "passed"]
+    );
+    let on = json!({"allow_code_execution": true});
+    assert_eq!(parse(Benchmark::Mbpp, on).unwrap().ks, config::DEFAULT_KS);
+    for (config, says) in [
+        (json!({"k": []}), "`k` is empty"),
+        (
+            json!({"k": [0, 1]}),
+            "at least 1 and at most 1000000, got 0",
+        ),
+        (json!({"k": [10, 1, 10]}), "`k` lists 10 twice"),
+    ] {
+        let mut c = config.clone();
+        c["allow_code_execution"] = json!(true);
+        let e = open_err("humaneval", c);
+        assert!(
+            e.starts_with("humaneval config: ") && e.contains(says),
+            "{e}"
+        );
+    }
+    for name in ["humaneval", "mbpp-sanitized"] {
+        let e = open_err(
+            name,
+            json!({"allow_code_execution": true, "setup_code": false}),
+        );
+        assert!(e.contains("`setup_code` is for mbpp only"), "{e}");
+    }
+}
+
+/// The description's provenance: the data file with the sum of its bytes, the template, the
+/// few-shot count, the filters, the scoring, and the setup-code difference from lm-eval
+/// exactly when it applies.
+#[test]
+fn the_description_carries_the_provenance() {
+    if !(data_here() && sandbox_here()) {
+        return;
+    }
+    let describe = |benchmark: Benchmark, extra: Value| {
+        let mut config = json!({"allow_code_execution": true, "limit": 2});
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        open(benchmark, config)
+            .describe(0)
+            .unwrap()
+            .provenance
+            .unwrap()
+    };
+    for benchmark in Benchmark::ALL {
+        let p = describe(benchmark, json!({}));
+        let file = benchmark.data_file();
+        assert_eq!(p.datasets.len(), 1);
+        assert_eq!(p.datasets[0].path, file);
+        assert_eq!(
+            Some(p.datasets[0].sha256.as_str()),
+            data::pinned_sha256(file)
+        );
+        assert_eq!(p.shots, if benchmark.few_shot() { 3 } else { 0 });
+        assert!(p.scoring.starts_with("execution"), "{p:?}");
+        assert!(p.filters[0].contains(&benchmark.stop()[0]), "{p:?}");
+    }
+    let kept = describe(Benchmark::Mbpp, json!({"shots": 1}));
+    assert_eq!(kept.shots, 1);
+    assert!(kept.scoring.contains("test_setup_code"), "{kept:?}");
+    assert!(
+        kept.differences[0].contains("`setup_code: false`"),
+        "{kept:?}"
+    );
+    let dropped = describe(Benchmark::Mbpp, json!({"setup_code": false}));
+    assert!(!dropped.scoring.contains("test_setup_code"), "{dropped:?}");
+    assert!(dropped.differences.is_empty(), "{dropped:?}");
+    assert!(describe(Benchmark::HumanEval, json!({}))
+        .differences
+        .is_empty());
 }
