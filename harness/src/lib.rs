@@ -6,6 +6,8 @@
 //! [`compare`] sets two runs side by side and [`history`] follows many over time.
 
 pub mod compare;
+pub mod export;
+pub mod filter;
 pub mod history;
 pub mod metrics;
 pub mod nightly;

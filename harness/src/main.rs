@@ -3,16 +3,19 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+use dlm_bench::filter::RunFilters;
 use dlm_bench::plugins::{self, Workspace};
 use dlm_bench::results::RunDir;
 use dlm_bench::run::{run, RunOptions};
 use dlm_bench::suite::PluginRef;
-use dlm_bench::{compare, history, report, training, worker};
+use dlm_bench::{compare, export, history, report, training, worker};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Exit code when the run finished but some cells failed.
 const EXIT_CELLS_FAILED: u8 = 3;
+/// Exit code for a malformed command line (unknown command or option, missing argument).
+const EXIT_COMMAND_LINE: u8 = 2;
 
 #[derive(Parser)]
 #[command(
@@ -50,7 +53,13 @@ enum Cmd {
     /// Show a plugin's descriptor: a workspace crate name or a library path.
     Describe(DescribeArgs),
     /// Recompute summary.json, report.json and report.html of a run directory from its samples.
-    Report { run_dir: PathBuf },
+    Report {
+        /// The run directory (written by `run`, `merge` or `nightly`).
+        run_dir: PathBuf,
+    },
+    /// A finished run's results as a CSV or Markdown table: one row per cell (task, model,
+    /// sampler, steps, length, seed, samples, status) with every metric and its 95% CI.
+    Export(ExportArgs),
     /// Compare two runs cell by cell: deltas with 95% CIs (paired per sample where the seeds
     /// match) and a status per metric. Exits with 4 when anything regressed.
     Compare(CompareArgs),
@@ -59,8 +68,10 @@ enum Cmd {
     /// Internal: run one job in a worker process.
     #[command(hide = true)]
     Worker {
+        /// The job file the parent wrote.
         #[arg(long)]
         job: PathBuf,
+        /// The events file the worker appends to.
         #[arg(long)]
         events: PathBuf,
     },
@@ -93,6 +104,36 @@ struct RunArgs {
     /// given.
     #[arg(long)]
     shard: Option<dlm_bench::shard::Shard>,
+    /// Run only these suite tasks (comma-separated names). Recorded in the manifest.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    tasks: Vec<String>,
+    /// Run only these suite models (comma-separated names; `reference` selects the ground-truth
+    /// rows, which are otherwise left out when this is given). Recorded in the manifest.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    models: Vec<String>,
+    /// At most N samples per cell (text tasks: the first N prompts when N ≤ their count).
+    /// Changes the cells' identity and is recorded in the manifest.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    limit: Option<u64>,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// The finished run directory (its summary.json).
+    run_dir: PathBuf,
+    /// Write CSV: figures as summary.json has them, an empty field where a cell has none.
+    #[arg(
+        long,
+        conflicts_with = "markdown",
+        required_unless_present = "markdown"
+    )]
+    csv: bool,
+    /// Write a Markdown table: figures rounded, CIs as `value [low, high]`.
+    #[arg(long)]
+    markdown: bool,
+    /// Write to this file instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -134,16 +175,19 @@ struct SlurmArgs {
     /// Array tasks (shards).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     shards: u64,
+    /// Slurm partition (`--partition`); the cluster's default when not given.
     #[arg(long)]
     partition: Option<String>,
     /// Time limit per array task (`--time`), e.g. 04:00:00.
     #[arg(long)]
     time: Option<String>,
+    /// GPUs per array task (`--gpus-per-task`); none when not given.
     #[arg(long)]
     gpus_per_task: Option<u32>,
     /// Memory per task (`--mem`), e.g. 32G.
     #[arg(long)]
     mem: Option<String>,
+    /// Slurm account to charge (`--account`).
     #[arg(long)]
     account: Option<String>,
     /// Train the suite's models in a job of their own before the array.
@@ -168,7 +212,9 @@ struct MergeArgs {
 
 #[derive(Args)]
 struct TrainArgs {
+    /// Suite YAML file.
     suite: PathBuf,
+    /// Cargo profile for building plugin crates (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
     #[arg(long)]
     plugin_profile: Option<String>,
     /// Checkpoint cache (default: $DLM_BENCH_CHECKPOINTS or reports/checkpoints).
@@ -180,6 +226,7 @@ struct TrainArgs {
 struct ListArgs {
     /// Also describe these plugin libraries.
     libraries: Vec<PathBuf>,
+    /// Cargo profile for building plugin crates (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
     #[arg(long)]
     plugin_profile: Option<String>,
     /// Also list the test-fixture plugins (crates marked `fixture = true` under
@@ -190,7 +237,9 @@ struct ListArgs {
 
 #[derive(Args)]
 struct DescribeArgs {
+    /// A workspace plugin crate name (e.g. dlm-formal) or the path of a built plugin library.
     plugin: String,
+    /// Cargo profile for building a plugin crate (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
     #[arg(long)]
     plugin_profile: Option<String>,
 }
@@ -236,7 +285,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return command_line_error(&e),
+    };
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -246,47 +298,22 @@ fn main() -> ExitCode {
     }
 }
 
-/// Describe a library in a worker and print its descriptor. A test fixture (`fixture`) is marked
-/// as such, and one the host refuses (e.g. built against another plugin API on purpose) is
-/// reported as a fact about the fixture, not as an error.
-fn describe_and_print(library: &std::path::Path, fixture: bool) -> Result<()> {
-    let scratch = std::env::temp_dir().join(format!("dlm-bench-describe-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
-    let d = plugins::describe(library, &scratch)?;
-    let _ = std::fs::remove_dir_all(&scratch);
-    match d {
-        Ok(d) => {
-            println!(
-                "{} {} (plugin API {}){} — {}",
-                d.name,
-                d.version,
-                d.api_version,
-                if fixture { " [test fixture]" } else { "" },
-                library.display()
-            );
-            if !d.description.is_empty() {
-                println!("  {}", d.description);
-            }
-            for t in &d.tasks {
-                println!("  task  {:<16} {}", t.name, t.description);
-            }
-            for m in &d.models {
-                println!(
-                    "  model {:<16} {} [samplers: {}; capabilities: {}]",
-                    m.name,
-                    m.description,
-                    m.samplers.join(", "),
-                    m.capabilities.join(", ")
-                );
-            }
+/// Print clap's message (help and version to stdout, errors to stderr) and choose the exit
+/// code: 0 for help and version, 1 for a bad value given to an option or argument (bad input,
+/// like any other), 2 for a malformed command line (unknown command or option, missing
+/// argument), as docs/reference.md lists them.
+fn command_line_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind as K;
+    let _ = e.print();
+    match e.kind() {
+        K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand
+            if !e.use_stderr() =>
+        {
+            ExitCode::SUCCESS
         }
-        Err(cause) if fixture => println!(
-            "{} [test fixture]: not loadable by this host (some fixtures are built to be refused): {cause}",
-            library.display()
-        ),
-        Err(cause) => println!("{}: cannot be loaded: {cause}", library.display()),
+        K::InvalidValue | K::ValueValidation | K::InvalidUtf8 => ExitCode::FAILURE,
+        _ => ExitCode::from(EXIT_COMMAND_LINE),
     }
-    Ok(())
 }
 
 fn dispatch(cmd: Cmd) -> Result<ExitCode> {
@@ -296,6 +323,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
         Cmd::List(args) => cmd_list(args),
         Cmd::Describe(args) => cmd_describe(args),
         Cmd::Report { run_dir } => cmd_report(&run_dir),
+        Cmd::Export(args) => cmd_export(args),
         Cmd::Compare(args) => cmd_compare(args),
         Cmd::History(args) => cmd_history(args),
         Cmd::Plan(args) => cmd_plan(args),
@@ -319,11 +347,20 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         checkpoints,
         jobs,
         shard,
+        tasks,
+        models,
+        limit,
     } = args;
 
+    let filters = RunFilters {
+        tasks,
+        models,
+        limit: limit.map(|l| l as usize),
+    };
     let outcome = run(&RunOptions {
         jobs: jobs.map(|j| j as usize),
         shard,
+        filters: filters.clone(),
         suite,
         out,
         resume,
@@ -337,6 +374,12 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         outcome.failed,
         outcome.dir.join("report.html").display()
     );
+    if !filters.is_empty() {
+        println!(
+            "  filtered run ({}): part of the suite only, recorded in manifest.json",
+            filters.describe()
+        );
+    }
     if outcome.failed > 0 {
         eprintln!(
             "some cells failed; see the report's \"Failed cells\" section and the cell logs in {}/work/",
@@ -391,6 +434,10 @@ fn cmd_list(args: ListArgs) -> Result<ExitCode> {
     } = args;
 
     let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
+    // A library that is not there fails now, not after the workspace is built.
+    for l in &libraries {
+        plugins::check_library_file(l)?;
+    }
     let ws = Workspace::find(&std::env::current_dir()?)?;
     let shown: Vec<String> = ws
         .plugin_crates
@@ -399,11 +446,19 @@ fn cmd_list(args: ListArgs) -> Result<ExitCode> {
         .cloned()
         .collect();
     ws.build(&shown, &profile)?;
-    for c in &shown {
-        describe_and_print(&ws.library_path(c, &profile), ws.is_fixture(c))?;
+    // Every plugin is tried; any that cannot be described fails the command at the end.
+    let mut bad = 0;
+    let crates = shown
+        .iter()
+        .map(|c| (ws.library_path(c, &profile), ws.is_fixture(c)));
+    for (library, fixture) in crates.chain(libraries.iter().map(|l| (l.clone(), false))) {
+        if let Err(e) = plugins::print_descriptor(&library, fixture) {
+            eprintln!("error: {e:#}");
+            bad += 1;
+        }
     }
-    for l in &libraries {
-        describe_and_print(l, false)?;
+    if bad > 0 {
+        anyhow::bail!("{bad} plugin(s) cannot be described (above)");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -418,6 +473,8 @@ fn cmd_describe(args: DescribeArgs) -> Result<ExitCode> {
     let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
     let (library, fixture) = match PluginRef::parse(&plugin, &std::env::current_dir()?) {
         PluginRef::Path(p) => (p, false),
+        // An existing file is a library, whatever its name looks like.
+        PluginRef::Crate(name) if std::path::Path::new(&name).is_file() => (name.into(), false),
         PluginRef::Crate(name) => {
             let ws = Workspace::find(&std::env::current_dir()?)?;
             if !ws.plugin_crates.contains(&name) {
@@ -433,7 +490,7 @@ fn cmd_describe(args: DescribeArgs) -> Result<ExitCode> {
             (ws.library_path(&name, &profile), ws.is_fixture(&name))
         }
     };
-    describe_and_print(&library, fixture)?;
+    plugins::print_descriptor(&library, fixture)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -446,6 +503,32 @@ fn cmd_report(run_dir: &std::path::Path) -> Result<ExitCode> {
         summary.len(),
         dir.file("report.html").display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `export`: a finished run's summary as CSV or Markdown.
+fn cmd_export(args: ExportArgs) -> Result<ExitCode> {
+    let rows = export::load(&args.run_dir)?;
+    let format = if args.markdown {
+        export::Format::Markdown
+    } else {
+        export::Format::Csv
+    };
+    let mut table = export::render(&rows, format);
+    if format == export::Format::Markdown {
+        // A partial run says so above its table (CSV stays a plain table: the manifest has it).
+        if let Some(note) = export::filtered_note(&args.run_dir)? {
+            table = format!("{note}\n\n{table}");
+        }
+    }
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, table)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("{} cells written to {}", rows.len(), path.display());
+        }
+        None => print!("{table}"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -586,6 +669,7 @@ fn cmd_nightly(args: NightlyArgs) -> Result<ExitCode> {
         checkpoints: args.checkpoints.unwrap_or_else(training::default_cache_dir),
         jobs: args.jobs.map(|j| j as usize),
         shard: None,
+        filters: RunFilters::default(),
     })?;
     println!(
         "run directory: {}\n  {} cells ran, {} failed",

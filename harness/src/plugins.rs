@@ -267,3 +267,67 @@ pub fn describe(
         },
     )
 }
+
+/// Refuse a path that is not a file, before anything is built or started.
+pub fn check_library_file(library: &Path) -> Result<()> {
+    if !library.is_file() {
+        anyhow::bail!(
+            "{}: no such file; pass a built plugin library (e.g. target/release/{}dlm_formal{}) or a workspace plugin crate name (e.g. dlm-formal; `dlm-bench list` shows them)",
+            library.display(),
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        );
+    }
+    Ok(())
+}
+
+/// Describe a library in a worker and print its descriptor to stdout (`list`, `describe`).
+/// A test fixture (`fixture`) is marked as such, and one the host refuses (some are built
+/// against another plugin API on purpose) is reported as a fact about the fixture. Any other
+/// library that is missing, not a shared library or refused is an error, for stderr and exit 1.
+pub fn print_descriptor(library: &Path, fixture: bool) -> Result<()> {
+    check_library_file(library)?;
+    let scratch = std::env::temp_dir().join(format!("dlm-bench-describe-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let described = describe(library, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    match described? {
+        Ok(d) => {
+            println!(
+                "{} {} (plugin API {}){} — {}",
+                d.name,
+                d.version,
+                d.api_version,
+                if fixture { " [test fixture]" } else { "" },
+                library.display()
+            );
+            if !d.description.is_empty() {
+                println!("  {}", d.description);
+            }
+            for t in &d.tasks {
+                println!("  task  {:<16} {}", t.name, t.description);
+            }
+            for m in &d.models {
+                println!(
+                    "  model {:<16} {} [samplers: {}; capabilities: {}]",
+                    m.name,
+                    m.description,
+                    m.samplers.join(", "),
+                    m.capabilities.join(", ")
+                );
+            }
+            Ok(())
+        }
+        Err(cause) if fixture => {
+            println!(
+                "{} [test fixture]: not loadable by this host (some fixtures are built to be refused): {cause}",
+                library.display()
+            );
+            Ok(())
+        }
+        Err(cause) => anyhow::bail!(
+            "{}: cannot be loaded as a dlm-bench plugin: {cause}",
+            library.display()
+        ),
+    }
+}

@@ -29,6 +29,8 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Run only this shard of the suite's cells (`None`: all, unless a Slurm job array says).
     pub shard: Option<crate::shard::Shard>,
+    /// `--tasks/--models/--limit`: run part of the suite (recorded in the manifest).
+    pub filters: crate::filter::RunFilters,
 }
 
 /// Cells at once when the user does not say: `$DLM_BENCH_JOBS` if set, else 1 when a plugin
@@ -190,7 +192,10 @@ pub(crate) fn prepare(
 }
 
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
-    let (suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
+    // Unknown filter names fail before any plugin is built.
+    opts.filters.check(&Suite::load(&opts.suite)?)?;
+    let (mut suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
+    opts.filters.apply_limit(&mut suite);
     let cells = match opts.shard.or_else(crate::shard::Shard::from_slurm) {
         Some(shard) => {
             let all_cells = suite.work_cells();
@@ -206,11 +211,16 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         }
         None => suite.cells(),
     };
+    let cells: Vec<CellSpec> = cells
+        .into_iter()
+        .filter(|c| opts.filters.keeps(c))
+        .collect();
     let plugins = manifest_plugins(&libraries, &descriptors);
     let dir = match (&opts.resume, &opts.out) {
         (Some(dir), _) => resume_dir(dir, opts, &suite, &plugins)?,
         (None, out) => new_run_dir(out.as_deref(), &suite, plugins, cells.len())?,
     };
+    record_filters(&dir, &opts.filters, opts.resume.is_some())?;
 
     let (previous, _) = dir.load_consistent()?;
     let done: HashSet<String> = previous
@@ -370,6 +380,25 @@ fn resume_dir(
     Ok(run)
 }
 
+/// Write the run's filters into its manifest; a resumed run must keep the filters it started
+/// with, so that it neither mixes parts of the suite nor passes for a full run.
+fn record_filters(dir: &RunDir, filters: &crate::filter::RunFilters, resumed: bool) -> Result<()> {
+    let mut manifest = dir.read_manifest()?;
+    if resumed {
+        if manifest.filters != *filters {
+            anyhow::bail!(
+                "cannot resume {}: it was started with filters `{}` and is resumed with `{}`; resume with the same --tasks/--models/--limit",
+                dir.path.display(),
+                manifest.filters.describe(),
+                filters.describe()
+            );
+        }
+        return Ok(());
+    }
+    manifest.filters = filters.clone();
+    dir.write_manifest(&manifest)
+}
+
 /// Create the run directory (default `reports/<suite>-<timestamp>`) and write its manifest.
 fn new_run_dir(
     out: Option<&Path>,
@@ -431,6 +460,8 @@ fn new_manifest(suite: &Suite, plugins: Vec<ManifestPlugin>, cells_total: usize)
         started_at: now_rfc3339(),
         finished_at: None,
         command: std::env::args().collect(),
+        filters: Default::default(),
+        text_cells: Vec::new(),
     }
 }
 
@@ -560,6 +591,7 @@ fn cell_results(
         one_step_per_token: false,
         batches: Vec::new(),
         device: None,
+        documents: None,
         worker_seconds,
         finished_at: now_rfc3339(),
     };
@@ -574,6 +606,7 @@ fn cell_results(
             record.one_step_per_token = output.one_step_per_token;
             record.batches = output.batches;
             record.device = output.device;
+            record.documents = output.documents;
             output
                 .samples
                 .into_iter()

@@ -18,6 +18,8 @@
 //! * [`data`] — the pinned GSM8K `test.jsonl` / `train.jsonl`, sha256-checked.
 //! * [`synthetic`] — procedurally generated arithmetic chains in GSM8K's format, with a fixed
 //!   character vocabulary, for training small models.
+//! * [`user_prompts`] — the task `prompts`: a user's own prompts from a JSONL file, scored by
+//!   completion length and, where a row gives a reference, exact match.
 //!
 //! ```
 //! let v = dlm_reasoning::verify("1+2+3 = 3+3 = 7\n#### 7", Some("6"));
@@ -38,6 +40,7 @@ pub mod plugin;
 pub mod prompt;
 pub mod summary;
 pub mod synthetic;
+pub mod user_prompts;
 pub mod verify;
 
 pub use summary::Summary;

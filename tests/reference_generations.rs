@@ -1,0 +1,177 @@
+//! The reference decoders' generations through the real binary (issue 29): LLaDA's
+//! `generate` and Dream's `_sample`, run by tools/hf-fixtures/make_generations.py on dlm-hf's
+//! tiny checkpoints (plugins/hf/tests/fixtures/*/generations.json), are reproduced by
+//! `dlm-bench run` — the `prompts` task with the references' prompt texts, the `checkpoint`
+//! model with `generation_length` (its default full output row, as the references), and the
+//! SDK sampler each reference setting maps to (docs/user-guide.md, "Reference decoders") —
+//! completion for completion. dlm-hf's tests/generations.rs checks the same cases at every
+//! step; cases whose tokens torch's random stream decides are flagged in the fixture and left
+//! out of both.
+
+mod common;
+use common::*;
+use dlm_plugin_api::SamplerSpec;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// A reference case: its settings, prompt text and the completion a text task receives.
+struct Case {
+    settings: Map<String, Value>,
+    prompt: String,
+    completion: String,
+    comparable: bool,
+}
+
+fn cases(arch: &str) -> Vec<Case> {
+    let path = root()
+        .join("plugins/hf/tests/fixtures")
+        .join(format!("{arch}-tiny/generations.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let file: Value = serde_json::from_str(&text).unwrap();
+    file["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| Case {
+            settings: c["settings"].as_object().unwrap().clone(),
+            prompt: c["prompt_text"].as_str().unwrap().to_string(),
+            completion: c["completion"].as_str().unwrap().to_string(),
+            comparable: c["decided"] == true && c["random_draws"] == false,
+        })
+        .collect()
+}
+
+/// The SDK sampler a reference setting maps to: LLaDA's `generate(steps, block_length,
+/// temperature, remasking='low_confidence')` is `low_confidence`; Dream's
+/// `diffusion_generate(steps, alg, eps, alg_temp, temperature, top_k, top_p)` is `dream`.
+fn sampler(arch: &str, settings: &Map<String, Value>) -> SamplerSpec {
+    let keys: &[&str] = if arch == "llada" {
+        &["temperature", "block_length"]
+    } else {
+        &["temperature", "alg", "eps", "alg_temp", "top_k", "top_p"]
+    };
+    let params: BTreeMap<String, Value> = keys
+        .iter()
+        .filter(|k| !settings[**k].is_null())
+        .map(|k| (k.to_string(), settings[*k].clone()))
+        .collect();
+    SamplerSpec {
+        name: if arch == "llada" {
+            "low_confidence"
+        } else {
+            "dream"
+        }
+        .into(),
+        steps: settings["steps"].as_u64().unwrap() as usize,
+        schedule: None,
+        params,
+    }
+}
+
+#[test]
+fn dlm_bench_run_reproduces_the_reference_decoders() {
+    let dir = scratch("reference-generations");
+    let archs = ["llada", "dream"];
+    let all: Vec<(&str, Vec<Case>)> = archs.iter().map(|a| (*a, cases(a))).collect();
+    // The prompts file: the references' prompt texts, in order of first appearance.
+    let mut prompts: Vec<String> = Vec::new();
+    for case in all.iter().flat_map(|(_, c)| c) {
+        if !prompts.contains(&case.prompt) {
+            prompts.push(case.prompt.clone());
+        }
+    }
+    let lines: Vec<String> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| json!({"id": format!("p{i}"), "prompt": p}).to_string())
+        .collect();
+    std::fs::write(dir.join("prompts.jsonl"), lines.join("\n") + "\n").unwrap();
+    // One sampler entry per comparable setting; each model runs its own sampler's entries.
+    let mut entries: Vec<(&str, SamplerSpec)> = Vec::new();
+    for (arch, cases) in &all {
+        for case in cases.iter().filter(|c| c.comparable) {
+            let spec = sampler(arch, &case.settings);
+            if !entries.iter().any(|(a, s)| a == arch && *s == spec) {
+                entries.push((arch, spec));
+            }
+        }
+    }
+    let sampler_lines: String = entries
+        .iter()
+        .map(|(_, s)| {
+            format!(
+                "  - {{sampler: {}, steps: [{}], params: {}}}\n",
+                s.name,
+                s.steps,
+                serde_json::to_string(&s.params).unwrap()
+            )
+        })
+        .collect();
+    let fixtures = root().join("plugins/hf/tests/fixtures");
+    let suite = dir.join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: reference-generations
+samples: {samples}
+batch_size: 1
+lengths: [64]
+seeds: [0]
+reference: false
+tasks:
+  - {{name: mine, plugin: dlm-reasoning, task: prompts, config: {{path: {prompts}}}}}
+models:
+  - {{name: llada, plugin: dlm-hf, model: checkpoint, samplers: [low_confidence],
+      config: {{path: {llada}, generation_length: 16}}}}
+  - {{name: dream, plugin: dlm-hf, model: checkpoint, samplers: [dream],
+      config: {{path: {dream}, generation_length: 16}}}}
+samplers:
+{sampler_lines}",
+            samples = prompts.len(),
+            prompts = dir.join("prompts.jsonl").display(),
+            llada = fixtures.join("llada-tiny").display(),
+            dream = fixtures.join("dream-tiny").display(),
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.join("run");
+    let out = command()
+        .args(["run", suite.to_str().unwrap(), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let samples: Vec<Value> = std::fs::read_to_string(run_dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut compared = 0;
+    for (arch, cases) in &all {
+        for case in cases.iter().filter(|c| c.comparable) {
+            let key = format!("mine/{arch}/{}/", sampler(arch, &case.settings).label());
+            let id = format!(
+                "p{}",
+                prompts.iter().position(|p| *p == case.prompt).unwrap()
+            );
+            let row = samples
+                .iter()
+                .find(|r| {
+                    r["key"].as_str().unwrap().starts_with(&key) && r["extra"]["prompt_id"] == id
+                })
+                .unwrap_or_else(|| panic!("no sample of cell {key} for prompt {id}"));
+            assert_eq!(
+                row["extra"]["completion"].as_str(),
+                Some(case.completion.as_str()),
+                "{key} prompt {id}: {row}"
+            );
+            compared += 1;
+        }
+    }
+    let comparable = all
+        .iter()
+        .flat_map(|(_, c)| c)
+        .filter(|c| c.comparable)
+        .count();
+    assert!(compared == comparable && compared > 0);
+}
