@@ -19,6 +19,7 @@ fn open(task: &str, config: Value, length: usize) -> (LanguageTask, ModelOpenCon
         },
         train: None,
         checkpoint: None,
+        base_dir: None,
     };
     (t, open)
 }
