@@ -202,8 +202,11 @@ fn samples_do_not_depend_on_batch_size_or_order() {
             }
             // Greedy decoding with a deterministic commit rule draws nothing from the sample's
             // stream, so a prompt's sample is the same whatever its place (and stream) in a
-            // shuffled batch. (`random` and `ddpm` commit by coin flips from the stream.)
-            if ["random", "ddpm"].contains(&sampler.0) {
+            // shuffled batch. (`random`, `ddpm` and `dream`'s `origin` commit by coin flips
+            // from the stream.)
+            let coin_flips = ["random", "ddpm"].contains(&sampler.0)
+                || (sampler.0 == "dream" && sampler.2["alg"] == "origin");
+            if coin_flips {
                 continue;
             }
             let greedy = (sampler.0, sampler.1, {
@@ -237,5 +240,9 @@ fn denoiser_samplers() -> Vec<SamplerCase> {
         ("threshold", 6, json!({"tau": 0.5})),
         ("ddpm", 4, json!({})),
         ("left_to_right", 1, json!({})),
+        // Dream's decoder: `x0` drawn from each sample's stream (greedy in the shuffled
+        // check), and `origin`'s unmasking coins from it too.
+        ("dream", 4, json!({"alg": "entropy"})),
+        ("dream", 5, json!({"alg": "origin", "top_k": 3})),
     ]
 }

@@ -78,6 +78,27 @@ pub struct Drawn {
     pub margin: Vec<f64>,
 }
 
+impl Drawn {
+    /// Write `part`'s entries to positions `at` of `self`, which holds `total` rows (scores
+    /// `part` has are allocated on first use).
+    pub(crate) fn scatter(&mut self, part: &Drawn, at: &[usize], total: usize) {
+        fn put<T: Copy + Default>(whole: &mut Vec<T>, part: &[T], at: &[usize], total: usize) {
+            if part.is_empty() {
+                return;
+            }
+            whole.resize(total, T::default());
+            for (&i, &value) in at.iter().zip(part) {
+                whole[i] = value;
+            }
+        }
+        put(&mut self.tokens, &part.tokens, at, total);
+        put(&mut self.confidence, &part.confidence, at, total);
+        put(&mut self.entropy, &part.entropy, at, total);
+        put(&mut self.max_prob, &part.max_prob, at, total);
+        put(&mut self.margin, &part.margin, at, total);
+    }
+}
+
 /// A draw that failed at request `at` (an index into the rows asked for).
 #[derive(Debug)]
 pub(crate) struct RowError {

@@ -21,7 +21,8 @@
 //! `steps` is the **total number of denoising steps across the whole sequence**, all blocks
 //! included. With semi-autoregressive blocks (`block_length` < L) the steps are split over the
 //! blocks as evenly as possible (earlier blocks get the remainder); every block needs at least
-//! one step ([`Run::blocks`]). Inside a block of `M` masked positions and `S` steps, step `k`
+//! one step ([`Run::blocks`]). Each sample's blocks start at its own prompt's end, so a sample's
+//! blocks, steps and times never depend on the prompts it shares a batch with. Inside a block of `M` masked positions and `S` steps, step `k`
 //! has the quota `⌊M/S⌋ + [k < M mod S]` (LLaDA's `get_num_transfer_tokens`, [`quotas`]), so
 //! the quotas always sum to `M` and no mask survives the last step — no separate
 //! noise-removal pass is ever needed.
@@ -63,7 +64,9 @@
 //! `batch_nfe` counts network calls actually made for the batch. A sample's `nfe` counts the
 //! calls that sample needed on its own: calls made while it still had masked positions, and for
 //! `ddpm_cache` only the first one plus one after each step that changed one of *its* tokens —
-//! so it does not depend on who shared its batch.
+//! so it does not depend on who shared its batch. Samples whose blocks got different step
+//! counts are at different diffusion times in one step; a time-conditioned network is then
+//! called once per distinct time ([`Run::forward_and_draw`]), each call counted in `batch_nfe`.
 
 mod ar;
 mod ddpm;
@@ -94,7 +97,7 @@ pub use params::{Param, Params};
 pub use random::Random;
 pub use registry::{Registry, RegistryModel, BUILT_IN};
 pub use remask::{remask, Ranking};
-pub use run::Run;
+pub use run::{RowBlock, Run};
 pub use schedule::{blocks, quotas, split_steps, Schedule};
 pub use threshold::{Threshold, TAU};
 pub use traits::{DenoiserSampler, Sampler, Steps};
@@ -142,4 +145,4 @@ pub mod device;
 #[cfg(test)]
 mod golden;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

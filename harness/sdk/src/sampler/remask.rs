@@ -3,7 +3,7 @@
 //! masked position, then commit the quota — or more, if the rule accepts more — of the
 //! positions the rule ranks highest; the rest stay masked.
 
-use super::{quotas, Drawn, Run};
+use super::{quotas, Drawn, RowBlock, Run};
 use crate::Result;
 use rand_chacha::ChaCha8Rng;
 use std::ops::Range;
@@ -28,33 +28,61 @@ pub fn remask(
     block_length: Option<usize>,
     rank: &dyn Fn(&Drawn, Range<usize>, &mut ChaCha8Rng) -> Ranking,
 ) -> Result<()> {
-    for (range, steps) in run.blocks(block_length)? {
-        remask_block(run, range, steps, rank)?;
+    for block in run.blocks(block_length)? {
+        remask_block(run, &block, rank)?;
     }
     Ok(())
 }
 
+/// Block `i` of every sample (`block[b]`: sample `b`'s, `None` when it has no `i`-th block);
+/// each sample runs its own block's steps at its own times and quotas.
 fn remask_block(
     run: &mut Run<'_>,
-    range: Range<usize>,
-    steps: usize,
+    block: &[Option<RowBlock>],
     rank: &dyn Fn(&Drawn, Range<usize>, &mut ChaCha8Rng) -> Ranking,
 ) -> Result<()> {
-    let (batch, length) = (run.batch(), run.length());
-    // Per-step quotas of every row, transposed to step-major: step_quotas[k][b].
-    let row_quotas: Vec<Vec<usize>> = (0..batch)
-        .map(|b| quotas(run.masked_in(b, &range).len(), steps))
+    let length = run.length();
+    let steps = block.iter().flatten().map(|r| r.steps).max().unwrap_or(0);
+    // Per-step quotas of every sample, from its masked positions as the block starts,
+    // transposed to step-major: step_quotas[k][b] (0 past the sample's own steps).
+    let row_quotas: Vec<Vec<usize>> = block
+        .iter()
+        .enumerate()
+        .map(|(b, rb)| match rb {
+            Some(rb) => quotas(run.masked_in(b, &rb.range).len(), rb.steps),
+            None => Vec::new(),
+        })
         .collect();
     let step_quotas: Vec<Vec<usize>> = (0..steps)
-        .map(|k| row_quotas.iter().map(|q| q[k]).collect())
+        .map(|k| {
+            row_quotas
+                .iter()
+                .map(|q| q.get(k).copied().unwrap_or(0))
+                .collect()
+        })
         .collect();
     for (k, quota_k) in step_quotas.iter().enumerate() {
-        let masked: Vec<Vec<usize>> = (0..batch).map(|b| run.masked_in(b, &range)).collect();
+        // A sample past its own block's steps has nothing masked left in it (the quotas sum
+        // to its masked count).
+        let masked: Vec<Vec<usize>> = block
+            .iter()
+            .enumerate()
+            .map(|(b, rb)| match rb {
+                Some(rb) if k < rb.steps => run.masked_in(b, &rb.range),
+                _ => Vec::new(),
+            })
+            .collect();
         if masked.iter().all(Vec::is_empty) {
             break;
         }
-        let t = 1.0 - k as f64 / steps as f64;
-        run.forward(t)?;
+        let times: Vec<Option<f64>> = block
+            .iter()
+            .zip(&masked)
+            .map(|(rb, m)| match rb {
+                Some(rb) if !m.is_empty() => Some(1.0 - k as f64 / rb.steps as f64),
+                _ => None,
+            })
+            .collect();
         // Draw x0 at every masked position of the block (fixed order), then score and select.
         let (mut rows, mut uniforms) = (Vec::new(), Vec::new());
         for (b, positions) in masked.iter().enumerate() {
@@ -63,7 +91,7 @@ fn remask_block(
                 uniforms.push(rand::Rng::random::<f64>(run.rng(b)));
             }
         }
-        let drawn = run.draw(&rows, &uniforms)?;
+        let drawn = run.forward_and_draw(&times, &rows, &uniforms)?;
         let mut offset = 0;
         for (b, positions) in masked.iter().enumerate() {
             let n = positions.len();

@@ -78,6 +78,15 @@ impl<D: Denoiser + ?Sized> DenoiseNet for HostNet<'_, D> {
     }
 }
 
+/// One sample's semi-autoregressive block: its positions and its share of the steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowBlock {
+    /// The block's positions in the sample.
+    pub range: Range<usize>,
+    /// The steps the block gets.
+    pub steps: usize,
+}
+
 /// The batch being generated, row-major `batch × length`.
 pub(crate) struct Canvas {
     pub tokens: Vec<u32>,
@@ -189,14 +198,31 @@ impl Run<'_> {
     pub fn masked_in(&self, b: usize, range: &Range<usize>) -> Vec<usize> {
         self.canvas.masked_in(b, range)
     }
-    /// The semi-autoregressive blocks of `block_length` positions (one block when `None`)
-    /// from the shortest prompt's end, each with its share of [`Run::steps`].
-    pub fn blocks(&self, block_length: Option<usize>) -> Result<Vec<(Range<usize>, usize)>> {
-        let first = self.canvas.prompt_len.iter().copied().min().unwrap_or(0);
+    /// The semi-autoregressive blocks of `block_length` positions (one block when `None`),
+    /// each sample's from its own prompt's end, so that a sample's blocks never depend on what
+    /// shares its batch. Entry `[i][b]` is sample `b`'s `i`-th block with its share of
+    /// [`Run::steps`] (`None` where sample `b` has fewer blocks); samplers run block `i` of every
+    /// sample together.
+    pub fn blocks(&self, block_length: Option<usize>) -> Result<Vec<Vec<Option<RowBlock>>>> {
         let length = self.canvas.length;
-        let block_list = blocks(first, length, block_length.unwrap_or(length));
-        let steps = split_steps(self.steps, block_list.len())?;
-        Ok(block_list.into_iter().zip(steps).collect())
+        let per_row = self
+            .canvas
+            .prompt_len
+            .iter()
+            .map(|&start| {
+                let ranges = blocks(start, length, block_length.unwrap_or(length));
+                let steps = split_steps(self.steps, ranges.len())?;
+                Ok(ranges
+                    .into_iter()
+                    .zip(steps)
+                    .map(|(range, steps)| RowBlock { range, steps })
+                    .collect::<Vec<_>>())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let count = per_row.iter().map(Vec::len).max().unwrap_or(0);
+        Ok((0..count)
+            .map(|i| per_row.iter().map(|row| row.get(i).cloned()).collect())
+            .collect())
     }
     /// Sample `b`'s random stream: every draw for the sample comes from it, in a fixed order.
     pub fn rng(&mut self, b: usize) -> &mut ChaCha8Rng {
@@ -236,6 +262,51 @@ impl Run<'_> {
     /// whole rows itself.
     pub fn log_weights(&mut self, rows: &[usize]) -> Result<Vec<f64>> {
         self.net.log_weights(rows)
+    }
+    /// One step's network call and draws when each sample has its own diffusion time
+    /// (`times[b]`, `None` for a sample idle this step): a time-independent network is called
+    /// once; a time-conditioned one once per distinct time (in order of first appearance), each
+    /// sample drawing from the call made at its own time, so that its tokens do not depend on
+    /// its batch companions' blocks. The network is called even when `rows` is empty.
+    pub fn forward_and_draw(
+        &mut self,
+        times: &[Option<f64>],
+        rows: &[usize],
+        uniforms: &[f64],
+    ) -> Result<Drawn> {
+        let mut distinct: Vec<f64> = Vec::new();
+        for &t in times.iter().flatten() {
+            if !distinct.contains(&t) {
+                distinct.push(t);
+            }
+        }
+        let Some(&first) = distinct.first() else {
+            return Ok(Drawn::default());
+        };
+        if !self.net.time_conditioned() || distinct.len() == 1 {
+            self.forward(first)?;
+            return if rows.is_empty() {
+                Ok(Drawn::default())
+            } else {
+                self.draw(rows, uniforms)
+            };
+        }
+        let length = self.canvas.length;
+        let mut merged = Drawn::default();
+        for t in distinct {
+            self.forward(t)?;
+            let picked: Vec<usize> = (0..rows.len())
+                .filter(|&i| times[rows[i] / length] == Some(t))
+                .collect();
+            if picked.is_empty() {
+                continue;
+            }
+            let sub_rows: Vec<usize> = picked.iter().map(|&i| rows[i]).collect();
+            let sub_uniforms: Vec<f64> = picked.iter().map(|&i| uniforms[i]).collect();
+            let drawn = self.draw(&sub_rows, &sub_uniforms)?;
+            merged.scatter(&drawn, &picked, rows.len());
+        }
+        Ok(merged)
     }
     /// Commit `token` at row `row` (`b · length + j`).
     pub fn commit(&mut self, row: usize, token: u32) {
@@ -311,6 +382,7 @@ pub(crate) fn generate_with(
             device: run.net.device(),
             texts: None,
             whole_programs: false,
+            settings: Some(super::params::settings(sampler, &params, spec)),
         },
     ))
 }

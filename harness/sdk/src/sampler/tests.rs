@@ -591,3 +591,101 @@ fn a_schedule_is_refused_where_it_means_nothing() {
         "{err}"
     );
 }
+
+/// A time-conditioned denoiser: the chain's conditional mixed with the uniform distribution
+/// in proportion to `t/2`, so a draw depends on the time the network was called at.
+pub(crate) struct TimeMixed(pub ChainOracle);
+
+impl Denoiser for TimeMixed {
+    fn vocab_size(&self) -> usize {
+        self.0.vocab
+    }
+    fn time_conditioned(&self) -> bool {
+        true
+    }
+    fn denoise(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        t: f64,
+        out: &mut [f64],
+    ) -> Result<()> {
+        self.0.denoise(tokens, batch, length, t, out)?;
+        let uniform = 1.0 / self.0.vocab as f64;
+        for p in out.iter_mut() {
+            *p = (1.0 - t / 2.0) * *p + t / 2.0 * uniform;
+        }
+        Ok(())
+    }
+}
+
+/// A generate call over some model and path, for tests that compare calls.
+pub(crate) type GenerateFn<'a> =
+    dyn FnMut(&GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> + 'a;
+
+/// Prompts of different lengths with semi-autoregressive blocks: each sample's blocks start
+/// at its own prompt's end, so every sample's tokens and NFE are the ones it gets alone (the
+/// same sample index and seed, batch of one). `time_conditioned`: the model reads `t`, and
+/// the blocks' different step counts put batch companions at different times.
+pub(crate) fn blocks_do_not_depend_on_the_batch(
+    generate: &mut GenerateFn<'_>,
+    time_conditioned: bool,
+) {
+    let length = 11;
+    let prompts: Vec<Vec<u32>> = vec![
+        vec![0, 1, 2],
+        vec![1],
+        vec![],
+        vec![2, 2, 2, 2, 2],
+        vec![0, 1],
+    ];
+    let takers: Vec<&str> = Registry::built_in()
+        .names()
+        .into_iter()
+        .filter(|&name| info(name).params.iter().any(|p| p == "block_length"))
+        .filter(|&name| !(time_conditioned && name == "ddpm_cache"))
+        .collect();
+    assert!(
+        takers.contains(&"ddpm") && takers.contains(&"threshold"),
+        "{takers:?}"
+    );
+    for name in takers {
+        for (block_length, steps) in [(3, 9), (4, 7)] {
+            for seed in [3u64, 4] {
+                let mut batched = with_params(
+                    request(name, steps, prompts.len(), length, 10),
+                    serde_json::json!({ "block_length": block_length, "temperature": 0.9 }),
+                );
+                batched.seed = seed;
+                batched.prompts = Some(prompts.clone());
+                let (seqs, reply) =
+                    generate(&batched).unwrap_or_else(|e| panic!("{name} {block_length}: {e}"));
+                for (b, prompt) in prompts.iter().enumerate() {
+                    let mut alone = batched.clone();
+                    alone.batch_size = 1;
+                    alone.first_index = 10 + b as u64;
+                    alone.prompts = Some(vec![prompt.clone()]);
+                    let (alone_seqs, alone_reply) = generate(&alone).unwrap();
+                    assert_eq!(
+                        seqs[b], alone_seqs[0],
+                        "{name} block_length {block_length} seed {seed}: sample {b}'s tokens depend on its batch"
+                    );
+                    assert_eq!(
+                        reply.samples[b], alone_reply.samples[0],
+                        "{name} block_length {block_length} seed {seed}: sample {b}'s NFE depends on its batch"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn blocks_start_at_each_samples_own_prompt_end() {
+    blocks_do_not_depend_on_the_batch(&mut |r| generate(&mut ChainOracle::full(), r), false);
+    blocks_do_not_depend_on_the_batch(
+        &mut |r| generate(&mut TimeMixed(ChainOracle::full()), r),
+        true,
+    );
+}

@@ -396,3 +396,20 @@ fn invalid_logits_are_an_error_naming_the_position() {
         "{err}"
     );
 }
+
+/// Per-sample blocks on the device path, both kernels: prompts of different lengths with
+/// `block_length` give each sample the tokens and NFE it gets alone.
+#[test]
+fn blocks_start_at_each_samples_own_prompt_end_on_the_device() {
+    use crate::sampler::tests::{blocks_do_not_depend_on_the_batch, TimeMixed};
+    for kernel in [Kernel::Auto, Kernel::Burn] {
+        blocks_do_not_depend_on_the_batch(
+            &mut |r| generate_by(&mut AsLogits(ChainOracle::full()), r, kernel),
+            false,
+        );
+        blocks_do_not_depend_on_the_batch(
+            &mut |r| generate_by(&mut AsLogits(TimeMixed(ChainOracle::full())), r, kernel),
+            true,
+        );
+    }
+}
