@@ -8,58 +8,27 @@
 //! under `CI=true` or `DLM_BENCH_REQUIRE_SANDBOX=1` (as dlm-code's own sandbox tests).
 
 mod common;
+use common::humaneval::sandbox_unavailable;
 use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// HumanEval problems at `indices` as (index, task_id, prompt, canonical solution), read with
-/// python3's gzip (the sandbox runs python3 anyway).
+/// HumanEval problems at `indices` as (index, task_id, prompt, canonical solution).
 fn humaneval_problems(indices: &[usize]) -> Vec<(usize, String, String, String)> {
-    let path = root().join("data/humaneval/HumanEval.jsonl.gz");
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import gzip, sys; sys.stdout.buffer.write(gzip.open(sys.argv[1]).read())",
-        ])
-        .arg(&path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}: {} (the repository's data/, see data/README.md)",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let all = humaneval::problems();
     indices
         .iter()
         .map(|&i| {
             let v = &all[i];
-            let field = |k: &str| v[k].as_str().unwrap().to_string();
             (
                 i,
-                field("task_id"),
-                field("prompt"),
-                field("canonical_solution"),
+                humaneval::field(v, "task_id"),
+                humaneval::field(v, "prompt"),
+                humaneval::field(v, "canonical_solution"),
             )
         })
         .collect()
-}
-
-/// Whether the sandbox's refusal is why a cell failed: skip (visibly), or fail where the
-/// sandbox is required.
-fn sandbox_unavailable(cell: &Value) -> bool {
-    let cause = cell["cause"].as_str().unwrap_or_default();
-    if !cause.contains("the sandbox is unavailable") {
-        return false;
-    }
-    skip::absent(&skip::SANDBOX, cause);
-    true
 }
 
 fn write_lines(path: &Path, lines: &[Value]) {

@@ -9,55 +9,26 @@
 //! fail instead under `CI=true` or `DLM_BENCH_REQUIRE_SANDBOX=1`.
 
 mod common;
+use common::humaneval::sandbox_unavailable;
 use common::*;
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// HumanEval's first `n` task ids, read with python3's gzip (the sandbox runs python3 anyway).
+/// HumanEval's first `n` task ids.
 fn humaneval_ids(n: usize) -> Vec<String> {
-    let path = root().join("data/humaneval/HumanEval.jsonl.gz");
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import gzip, json, sys\nfor l in gzip.open(sys.argv[1]): print(json.loads(l)['task_id'])",
-        ])
-        .arg(&path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
+    humaneval::problems()
+        .iter()
         .take(n)
-        .map(str::to_string)
+        .map(|v| humaneval::field(v, "task_id"))
         .collect()
 }
 
 /// HumanEval's canonical solution of the first `n` problems.
 fn humaneval_canonical(n: usize) -> Vec<String> {
-    let path = root().join("data/humaneval/HumanEval.jsonl.gz");
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import gzip, json, sys\nfor l in gzip.open(sys.argv[1]): print(json.dumps(json.loads(l)['canonical_solution']))",
-        ])
-        .arg(&path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
+    humaneval::problems()
+        .iter()
         .take(n)
-        .map(|l| serde_json::from_str::<String>(l).unwrap())
+        .map(|v| humaneval::field(v, "canonical_solution"))
         .collect()
 }
 
@@ -72,17 +43,6 @@ fn binomial(n: u64, k: u64) -> u128 {
 /// pass@k of one problem by the closed form, 1 − C(n−c, k)/C(n, k).
 fn closed_form(n: u64, c: u64, k: u64) -> f64 {
     1.0 - binomial(n - c, k) as f64 / binomial(n, k) as f64
-}
-
-/// Whether the sandbox's refusal is why a cell failed: skip (visibly), or fail where the
-/// sandbox is required.
-fn sandbox_unavailable(cell: &Value) -> bool {
-    let cause = cell["cause"].as_str().unwrap_or_default();
-    if !cause.contains("the sandbox is unavailable") {
-        return false;
-    }
-    skip::absent(&skip::SANDBOX, cause);
-    true
 }
 
 fn run_suite(dir: &Path, suite: &str) -> (std::process::Output, std::path::PathBuf) {
