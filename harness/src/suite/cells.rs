@@ -17,7 +17,7 @@ impl Suite {
                         train: None,
                         baseline: None,
                         docs: task.docs.clone(),
-                        base_dir: None,
+                        base_dir: Some(task.base_dir.clone()),
                     };
                     let base =
                         |model: Option<ComponentSpec>, sampler: Option<SamplerSpec>| CellSpec {
@@ -103,9 +103,9 @@ pub struct ComponentSpec {
     /// of the cell's identity; `None`: the task's own order, all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docs: Option<DocSelection>,
-    /// Models only: the suite file's folder, which relative paths in `config` are relative
-    /// to (handed to the plugin as `ModelOpenConfig::base_dir`; not part of the cell's
-    /// identity, so a suite moved with its files keeps its results).
+    /// The suite file's folder, which relative values of the config's path keys are joined
+    /// to before the plugin sees them (a model also gets it as `ModelOpenConfig::base_dir`);
+    /// not part of the cell's identity, so a suite moved with its files keeps its results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_dir: Option<std::path::PathBuf>,
 }

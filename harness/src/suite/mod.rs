@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 mod cells;
 mod checks;
+mod config_keys;
 mod docs;
 mod error;
 mod limits;
@@ -21,6 +22,7 @@ mod yaml;
 
 pub use cells::{hex, CellSpec, ComponentSpec, DocSelection, DocumentCount, SamplePart};
 pub use checks::*;
+pub use config_keys::{check_config_keys, resolve_paths};
 use error::load_error;
 pub use error::{closest, did_you_mean, Location, SuiteError, SuiteSource};
 pub use limits::*;
@@ -160,8 +162,12 @@ pub struct TaskEntry {
     pub component: String,
     pub component_span: marked_yaml::Span,
     pub config: Value,
+    /// Each key of `config:` with its place in the suite, for plan-time checks.
+    pub config_keys: Vec<(String, marked_yaml::Span)>,
     /// `doc_ids:` or `docs_from_replay: true`: the documents its cells score.
     pub docs: Option<DocSelection>,
+    /// The suite file's folder, made absolute: relative paths in `config` are relative to it.
+    pub base_dir: PathBuf,
 }
 
 /// A model entry.
@@ -172,6 +178,8 @@ pub struct ModelEntry {
     pub component: String,
     pub component_span: marked_yaml::Span,
     pub config: Value,
+    /// Each key of `config:` with its place in the suite, for plan-time checks.
+    pub config_keys: Vec<(String, marked_yaml::Span)>,
     /// Indices into `Suite::samplers`.
     pub samplers: Vec<usize>,
     /// Indices into `Suite::tasks`.
@@ -495,7 +503,9 @@ fn parse_tasks(
             component: t.task.to_string(),
             component_span: *t.task.span(),
             config,
+            config_keys: config_keys::spans(top, "tasks", i),
             docs,
+            base_dir: docs::base_dir(suite_dir),
         });
     }
     if tasks.is_empty() {
@@ -645,6 +655,7 @@ fn parse_models(
             component: m.model.to_string(),
             component_span: *m.model.span(),
             config,
+            config_keys: config_keys::spans(top, "models", i),
             samplers: chosen,
             tasks: task_indices,
             train,

@@ -260,3 +260,75 @@ fn doc_selections_parse_join_the_task_identity_and_are_checked() {
         "{e}"
     );
 }
+
+#[test]
+fn config_keys_are_checked_where_written_and_paths_joined_to_the_suite_folder() {
+    use dlm_plugin_api::{ComponentInfo, ConfigKey};
+    let suite = parse(GOOD).unwrap();
+    let task = &suite.tasks[0];
+    // Each key with its own line and column.
+    let keys: Vec<(&str, usize, usize)> = task
+        .config_keys
+        .iter()
+        .map(|(k, span)| {
+            let m = span.start().unwrap();
+            (k.as_str(), m.line(), m.column())
+        })
+        .collect();
+    // Where each key stands in the suite text (1-based).
+    let (row, line) = GOOD
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("config: {order"))
+        .unwrap();
+    let at = |key: &'static str| (key, row + 1, line.find(&format!("{key}:")).unwrap() + 1);
+    assert_eq!(
+        keys,
+        [at("order"), at("variant"), at("label"), at("temperature")]
+    );
+    let declared = |names: &[&str]| {
+        names
+            .iter()
+            .fold(ComponentInfo::new("ngram", ""), |info, n| {
+                info.with_config_key(ConfigKey::new(*n))
+            })
+    };
+    let check = |info: &ComponentInfo| {
+        check_config_keys(&suite.source, &task.config_keys, info, "task `bigram`")
+    };
+    // Nothing declared: nothing checked.
+    assert!(check(&ComponentInfo::new("ngram", "")).is_ok());
+    assert!(check(&declared(&["order", "variant", "label", "temperature"])).is_ok());
+    let e = check(&declared(&["order", "variant", "labels", "temperature"])).unwrap_err();
+    let (_, line, column) = at("label");
+    assert_eq!(
+        e.location.as_ref().map(|l| (l.line, l.column)),
+        Some((line, column))
+    );
+    assert!(
+        e.to_string()
+            .contains("takes no config key `label`; did you mean `labels`?"),
+        "{e}"
+    );
+
+    // Paths: relative ones joined (alone or in a list), absolute ones and other keys kept.
+    let info = declared(&["n"])
+        .with_config_key(ConfigKey::path("file"))
+        .with_config_key(ConfigKey::path("files"));
+    let config = serde_json::json!({
+        "file": "data/x.jsonl", "files": ["a.txt", "/abs/b.txt"], "n": "data/not-a-path",
+    });
+    let base = Path::new("/suites/sub");
+    assert_eq!(
+        resolve_paths(&config, &info, Some(base)),
+        serde_json::json!({
+            "file": "/suites/sub/data/x.jsonl",
+            "files": ["/suites/sub/a.txt", "/abs/b.txt"],
+            "n": "data/not-a-path",
+        })
+    );
+    assert_eq!(resolve_paths(&config, &info, None), config);
+    // Tasks carry the suite's folder too.
+    let cell_task = &suite.cells()[0].task;
+    assert_eq!(cell_task.base_dir.as_deref(), Some(task.base_dir.as_path()));
+}

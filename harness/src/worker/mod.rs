@@ -4,7 +4,7 @@
 //! stderr stay free for the plugin's own output and go to the cell's log).
 
 use crate::results::{BatchRecord, PluginId};
-use crate::suite::{CellSpec, ComponentSpec, MemoryLimit, TrainSpec};
+use crate::suite::{resolve_paths, CellSpec, ComponentSpec, MemoryLimit, TrainSpec};
 use anyhow::{Context, Result};
 use dlm_plugin_api::abi::Instance;
 use dlm_plugin_api::{
@@ -145,6 +145,11 @@ pub struct CellOutput {
     pub samples: Vec<WorkerSample>,
     pub batches: Vec<BatchRecord>,
     pub device: Option<String>,
+    /// The model's and the sampler's settings, defaults filled in, as the model's reply
+    /// stated them (`GenerateReply::settings`); `None` for the reference row or a model that
+    /// does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
     /// Text cells whose suite selects documents (`doc_ids:`, `docs_from_replay:`): how many
     /// of the task's documents were scored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -311,22 +316,8 @@ fn open_task(
     length: usize,
 ) -> Result<(LoadedPlugin, Instance, TaskDescription)> {
     let task_plugin = LoadedPlugin::load(task_library)?;
-    if task_plugin
-        .descriptor
-        .component(ComponentKind::Task, &task.component)
-        .is_none()
-    {
-        anyhow::bail!(
-            "plugin `{}` provides no task `{}`",
-            task_plugin.name(),
-            task.component
-        );
-    }
-    let instance = task_plugin.open(
-        ComponentKind::Task,
-        &task.component,
-        &task.config.to_string(),
-    )?;
+    let config = task_config(&task_plugin, task)?;
+    let instance = task_plugin.open(ComponentKind::Task, &task.component, &config.to_string())?;
     let (description, _): (TaskDescription, _) = call(
         &instance,
         method::TASK_DESCRIBE,
@@ -334,6 +325,26 @@ fn open_task(
         &[],
     )?;
     Ok((task_plugin, instance, description))
+}
+
+/// The task's config as its plugin receives it: relative values of its declared path keys
+/// joined to the suite's folder (`TaskBinding::config` carries the same, so a model that
+/// reads the task's files finds them too).
+pub(super) fn task_config(
+    task_plugin: &LoadedPlugin,
+    task: &ComponentSpec,
+) -> Result<serde_json::Value> {
+    let info = task_plugin
+        .descriptor
+        .component(ComponentKind::Task, &task.component)
+        .with_context(|| {
+            format!(
+                "plugin `{}` provides no task `{}`",
+                task_plugin.name(),
+                task.component
+            )
+        })?;
+    Ok(resolve_paths(&task.config, info, task.base_dir.as_deref()))
 }
 
 /// A model component opened in the worker. Fields drop in order: the instance closes before
@@ -390,7 +401,7 @@ pub(super) fn open_model(
         );
     }
     let open = ModelOpenConfig {
-        config: spec.config.clone(),
+        config: resolve_paths(&spec.config, &info, spec.base_dir.as_deref()),
         task,
         train,
         checkpoint,

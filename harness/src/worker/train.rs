@@ -18,7 +18,7 @@ pub(super) fn run_train(
     let binding = TaskBinding {
         plugin: task_plugin.descriptor.name.clone(),
         task: unit.task.component.clone(),
-        config: unit.task.config.clone(),
+        config: task_config(&task_plugin, &unit.task)?,
         description: description.clone(),
     };
     let settings = TrainSettings {
@@ -29,7 +29,7 @@ pub(super) fn run_train(
             "task_plugin": &binding.plugin,
             "task_plugin_version": &task_plugin.descriptor.version,
             "task": &binding.task,
-            "config": &binding.config,
+            "config": &unit.task.config,
             "train_seed": train_seed,
             "validation_seed": validation_seed,
             "validation_samples": spec.validation_samples,

@@ -67,8 +67,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use dlm_sdk::{
-    Better, Completion, ComponentInfo, MetricDecl, MetricKind, Plugin, PluginError, Prompt,
-    PromptsRequest, Result, SampleReferenceRequest, SampleScore, Task, TaskDescription,
+    Better, Completion, ComponentInfo, ConfigKey, MetricDecl, MetricKind, Plugin, PluginError,
+    Prompt, PromptsRequest, Result, SampleReferenceRequest, SampleScore, Task, TaskDescription,
     TaskProvenance, TextTaskInfo,
 };
 use serde_json::{json, Value};
@@ -176,7 +176,7 @@ impl Plugin for CodePlugin {
     fn tasks() -> Vec<ComponentInfo> {
         let task = |name: &str, what: &str| {
             let benchmark = Benchmark::from_name(name).expect("a benchmark's own name");
-            ComponentInfo::new(
+            let info = ComponentInfo::new(
                 name,
                 format!(
                     "{what}; runs model-written code in a bubblewrap sandbox (config: {})",
@@ -187,7 +187,15 @@ impl Plugin for CodePlugin {
                 ),
             )
             .with_capability("text")
-            .with_capability("code-execution")
+            .with_capability("code-execution");
+            // The keys this benchmark takes (its error messages list the same); the data
+            // folder is a path, relative to the suite file.
+            benchmark.keys().split(", ").fold(info, |info, key| {
+                info.with_config_key(match key {
+                    "data_dir" => ConfigKey::path(key),
+                    _ => ConfigKey::new(key),
+                })
+            })
         };
         vec![
             task(

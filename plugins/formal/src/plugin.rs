@@ -667,23 +667,27 @@ impl Plugin for FormalPlugin {
                 "n-gram language (config: order, variant ter|ser, seed, vocab, temperature, threshold)",
             )
             .with_capability("exact_log_prob")
-            .with_capability("exact_entropy"),
+            .with_capability("exact_entropy")
+            .with_config_of::<LanguageConfig>(&[]),
             ComponentInfo::new(
                 "hmm",
                 "hidden Markov language (config: states, variant ter|ser|sparse, seed, vocab, temperature, threshold, max_successors, emission_threshold)",
             )
-            .with_capability("exact_log_prob"),
+            .with_capability("exact_log_prob")
+            .with_config_of::<LanguageConfig>(&[]),
             ComponentInfo::new(
                 "file",
                 "n-gram or HMM tables from a YAML/JSON file (config: path, variant ser|ter, smoothing)",
             )
-            .with_capability("exact_log_prob"),
+            .with_capability("exact_log_prob")
+            .with_config_of::<FileConfig>(&["path"]),
             ComponentInfo::new(
                 "interval",
                 "interval language of Theorem 4.4: first and last token of every interval agree in parity (config: interval, vocab, modulus)",
             )
             .with_capability("exact_log_prob")
-            .with_capability("exact_entropy"),
+            .with_capability("exact_entropy")
+            .with_config_of::<IntervalConfig>(&[]),
         ]
     }
 

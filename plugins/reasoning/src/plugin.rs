@@ -64,7 +64,7 @@ use crate::answer::{lm_eval_exact_match, lm_eval_target, Scoring};
 use crate::data::{self, Problem, Split};
 use crate::prompt::{PromptFormat, MAX_SHOTS};
 use crate::synthetic::{self, ArithConfig};
-use crate::user_prompts::PromptsTask;
+use crate::user_prompts::{PromptsConfig, PromptsTask};
 use crate::verify::{Verification, Verifier};
 use dlm_sdk::{
     Better, Completion, ComponentInfo, MetricDecl, MetricKind, Plugin, PluginError, Prompt,
@@ -92,18 +92,21 @@ impl Plugin for ReasoningPlugin {
                 "gsm8k",
                 "GSM8K grade-school maths (config: split, data_dir, format, shots, limit, scoring); completions verified step by step",
             )
-            .with_capability("text"),
+            .with_capability("text")
+            .with_config_of::<Gsm8kConfig>(&["data_dir"]),
             ComponentInfo::new(
                 "arith",
                 "procedural arithmetic chains in GSM8K's format, character vocabulary (config: steps, max_operand, ops)",
             )
             .with_capability("text")
-            .with_capability("vocabulary"),
+            .with_capability("vocabulary")
+            .with_config_of::<ArithConfig>(&[]),
             ComponentInfo::new(
                 "prompts",
                 "your own prompts from a JSONL file of {id, prompt, reference?} (config: path, stop, limit); completion length and exact match",
             )
-            .with_capability("text"),
+            .with_capability("text")
+            .with_config_of::<PromptsConfig>(&["path"]),
         ]
     }
 

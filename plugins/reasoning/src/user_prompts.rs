@@ -133,7 +133,7 @@ pub fn exact_match(completion: &str, reference: &str) -> bool {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PromptsConfig {
+pub(crate) struct PromptsConfig {
     path: PathBuf,
     #[serde(default)]
     stop: Vec<String>,

@@ -61,6 +61,7 @@ impl Plugin for ReplayPlugin {
             "replays a generation file (config: path, format, doc_id_offset, doc_id_prefix)",
         )
         .with_capability("text")
+        .with_config_of::<ReplayConfig>(&["path"])
         .with_sampler(SamplerInfo {
             name: SAMPLER.into(),
             one_step_per_token: false,
@@ -119,16 +120,9 @@ impl ReplayModel {
                 open.task.task, open.task.plugin
             ))
         })?;
-        let path = open.resolve(&config.path);
-        let set = read(&path, format).map_err(|e| {
-            let unreadable = matches!(e, crate::ReplayError::Io { .. });
-            let hint = if unreadable && config.path.is_relative() && open.base_dir.is_some() {
-                " (a relative `path` is relative to the suite file's folder)"
-            } else {
-                ""
-            };
-            PluginError::bad_data(format!("{e}{hint}"))
-        })?;
+        // `path` is a declared path key: the harness has joined a relative one to the suite
+        // file's folder already.
+        let set = read(&config.path, format).map_err(|e| PluginError::bad_data(e.to_string()))?;
         if set.format() == Format::EvalPlus && !text.whole_programs {
             return Err(PluginError::unsupported(format!(
                 "replay file {} is an evalplus file: its `solution`s are whole programs, which \
@@ -330,6 +324,7 @@ impl Model for ReplayModel {
                 device: "replay".into(),
                 texts: Some(texts),
                 whole_programs: self.set.format() == Format::EvalPlus,
+                settings: None,
             },
         ))
     }

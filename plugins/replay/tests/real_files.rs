@@ -1,7 +1,7 @@
 //! Files as other tools write them, read with no hand conversion (issue 29): numeric MBPP
 //! `task_id`s, lm-eval's 0-based MBPP `doc_id`s shifted by `doc_id_offset`, repeated native
 //! rows numbered in file order, the `completion`/`solution` ambiguity refused, evalplus
-//! solutions answered as whole programs, and `path` resolved against the suite's folder.
+//! solutions answered as whole programs, and `path` declared a path (the harness resolves it).
 
 use std::path::{Path, PathBuf};
 
@@ -30,7 +30,16 @@ fn task(ids: &[&str], whole_programs: bool) -> TaskDescription {
     d
 }
 
-fn open(config: Value, description: TaskDescription, base_dir: Option<&Path>) -> ModelOpenConfig {
+/// What the harness hands the plugin: `path`, a declared path key, joined to the suite's
+/// folder `base_dir` when relative.
+fn open(
+    mut config: Value,
+    description: TaskDescription,
+    base_dir: Option<&Path>,
+) -> ModelOpenConfig {
+    if let (Some(dir), Some(Value::String(path))) = (base_dir, config.get("path")) {
+        config["path"] = Value::String(dir.join(path).display().to_string());
+    }
     ModelOpenConfig {
         config,
         task: TaskBinding {
@@ -265,42 +274,41 @@ fn evalplus_solutions_are_whole_programs_for_tasks_that_run_them() {
 }
 
 #[test]
-fn a_relative_path_is_relative_to_the_suite_folder() {
+fn path_is_a_declared_path_read_as_the_harness_hands_it() {
+    let keys = &ReplayPlugin::models()[0].config_keys;
+    assert!(keys.iter().any(|k| k.name == "path" && k.path), "{keys:?}");
     let dir = folder_with(
-        "relative",
+        "absolute",
         "he.jsonl",
         "{\"task_id\": \"HumanEval/0\", \"completion\": \"x\"}\n",
     );
     let ids = ["HumanEval/0"];
-    // Found beside the suite, wherever the process runs.
+    let absolute = dir.join("he.jsonl").display().to_string();
     let mut model = ReplayPlugin::open_model(
         "replay",
-        open(json!({"path": "he.jsonl"}), task(&ids, true), Some(&dir)),
+        open(json!({"path": absolute}), task(&ids, true), None),
     )
     .unwrap();
     assert_eq!(answer(&mut model, &ids, 0).0, ["x"]);
-    // An absolute path stays as it is.
-    let absolute = dir.join("he.jsonl").display().to_string();
-    assert!(ReplayPlugin::open_model(
-        "replay",
-        open(
-            json!({"path": absolute}),
-            task(&ids, true),
-            Some(Path::new("/nonexistent"))
-        ),
-    )
-    .is_ok());
-    // A missing file: the error names the file looked for and the rule.
+    // A missing file: the error names the file looked for.
+    let missing = dir.join("nope.jsonl").display().to_string();
     let err = ReplayPlugin::open_model(
         "replay",
-        open(json!({"path": "nope.jsonl"}), task(&ids, true), Some(&dir)),
+        open(json!({"path": missing}), task(&ids, true), None),
     )
     .err()
     .unwrap()
     .to_string();
-    assert!(
-        err.contains(&dir.join("nope.jsonl").display().to_string())
-            && err.contains("relative to the suite file's folder"),
-        "{err}"
-    );
+    assert!(err.contains(&missing), "{err}");
+}
+
+#[test]
+fn the_model_declares_exactly_the_config_keys_it_accepts() {
+    let info = &ReplayPlugin::models()[0];
+    info.check_config_keys(|config| {
+        ReplayPlugin::open_model("replay", open(config, task(&["a"], true), None))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -73,6 +73,43 @@ pub struct ComponentInfo {
     /// that the harness never interprets a sampler's name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sampler_info: Vec<SamplerInfo>,
+    /// The keys the component's `config:` takes. When any is declared, the harness refuses
+    /// any other key at plan time (with its line in the suite and a did-you-mean), and joins a
+    /// relative value of a `path` key to the suite file's folder before the config reaches
+    /// the plugin. Empty: the harness checks nothing and passes the config as written.
+    /// Since API 1.5.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_keys: Vec<ConfigKey>,
+}
+
+/// One key of a component's `config:` (see [`ComponentInfo::config_keys`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ConfigKey {
+    /// The key as suites write it.
+    pub name: String,
+    /// Its value is a file or folder (a string, or a list of strings): a relative one means
+    /// relative to the suite file, and the harness hands the plugin the joined path.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path: bool,
+}
+
+impl ConfigKey {
+    /// A key whose value is not a path.
+    pub fn new(name: impl Into<String>) -> Self {
+        ConfigKey {
+            name: name.into(),
+            path: false,
+        }
+    }
+
+    /// A key whose value is a path (or a list of paths), relative to the suite file.
+    pub fn path(name: impl Into<String>) -> Self {
+        ConfigKey {
+            name: name.into(),
+            path: true,
+        }
+    }
 }
 
 /// One sampler as the harness sees it: how `steps` applies and which parameters it takes.
@@ -112,6 +149,72 @@ impl ComponentInfo {
         self
     }
 
+    /// The same component taking one more config key (see [`ComponentInfo::config_keys`];
+    /// [`ComponentInfo::with_config_of`] declares a config struct's keys at once).
+    pub fn with_config_key(mut self, key: ConfigKey) -> Self {
+        self.config_keys.push(key);
+        self
+    }
+
+    /// The same component taking the config keys of `T`, the struct its `open` deserialises
+    /// the config into (serde-derived, so the list cannot drift from what `open` accepts);
+    /// those named in `path_keys` are paths. A name in `path_keys` that `T` has no field for
+    /// is declared anyway, so [`ComponentInfo::check_config_keys`] reports it.
+    pub fn with_config_of<T: serde::de::DeserializeOwned>(mut self, path_keys: &[&str]) -> Self {
+        let fields = struct_fields::<T>();
+        self.config_keys = fields
+            .iter()
+            .map(|f| match path_keys.contains(f) {
+                true => ConfigKey::path(*f),
+                false => ConfigKey::new(*f),
+            })
+            .collect();
+        for p in path_keys.iter().filter(|p| !fields.contains(p)) {
+            self.config_keys.push(ConfigKey::path(*p));
+        }
+        self
+    }
+
+    /// Check the declared [`config_keys`](Self::config_keys) against what the component
+    /// really accepts, for a plugin's tests: `open` opens the component with a config and
+    /// returns its error message, if any. Every declared key must be accepted (its value may
+    /// be refused, but not the key), and an undeclared key must be refused by name.
+    pub fn check_config_keys(
+        &self,
+        mut open: impl FnMut(serde_json::Value) -> Result<(), String>,
+    ) -> Result<(), String> {
+        const PROBE: &str = "dlm_bench_undeclared_probe";
+        let refuses = |message: &str, key: &str| {
+            message.contains("unknown") && message.contains(&format!("`{key}`"))
+        };
+        if self.config_keys.is_empty() {
+            return Err(format!("`{}` declares no config keys", self.name));
+        }
+        for key in &self.config_keys {
+            // An array of a string: a path for path keys, a type error for most others; either
+            // way the key itself is not what is refused.
+            if let Err(message) = open(serde_json::json!({ &key.name: ["probe"] })) {
+                if refuses(&message, &key.name) {
+                    return Err(format!(
+                        "`{}` declares config key `{}` but refuses it: {message}",
+                        self.name, key.name
+                    ));
+                }
+            }
+        }
+        match open(serde_json::json!({ PROBE: 0 })) {
+            Err(message) if refuses(&message, PROBE) => Ok(()),
+            Err(message) => Err(format!(
+                "`{}` refused an undeclared key without naming it: {message}",
+                self.name
+            )),
+            Ok(()) => Err(format!(
+                "`{}` accepted the undeclared key `{PROBE}`",
+                self.name
+            )),
+        }
+    }
+
     /// Whether the component declares `capability` (see [`ComponentInfo::capabilities`]).
     pub fn has(&self, capability: &str) -> bool {
         self.capabilities.iter().any(|c| c == capability)
@@ -123,5 +226,90 @@ impl ComponentInfo {
             self.capabilities.push(capability.to_string());
         }
         self
+    }
+}
+
+/// The field names of a serde-derived struct, which its `Deserialize` passes to
+/// `deserialize_struct` (empty for anything else).
+pub fn struct_fields<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    struct Probe(Option<&'static [&'static str]>);
+    #[derive(Debug)]
+    struct Stop;
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("field probe")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl serde::de::Error for Stop {
+        fn custom<M: std::fmt::Display>(_: M) -> Self {
+            Stop
+        }
+    }
+    impl<'de> serde::Deserializer<'de> for &mut Probe {
+        type Error = Stop;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0 = Some(fields);
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut probe = Probe(None);
+    let _ = T::deserialize(&mut probe);
+    probe.0.unwrap_or(&[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // only its field list is read
+    struct Settings {
+        path: String,
+        #[serde(default, rename = "top-k")]
+        top_k: Option<u32>,
+    }
+
+    fn open_settings(config: serde_json::Value) -> Result<(), String> {
+        serde_json::from_value::<Settings>(config)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn keys_come_from_the_struct_with_paths_marked() {
+        let info = ComponentInfo::new("t", "").with_config_of::<Settings>(&["path"]);
+        assert_eq!(
+            info.config_keys,
+            vec![ConfigKey::path("path"), ConfigKey::new("top-k")]
+        );
+        assert!(struct_fields::<u32>().is_empty());
+    }
+
+    #[test]
+    fn the_check_passes_a_true_declaration_and_fails_a_wrong_one() {
+        let info = ComponentInfo::new("t", "").with_config_of::<Settings>(&["path"]);
+        assert_eq!(info.check_config_keys(open_settings), Ok(()));
+        // A key the struct does not take is refused by the plugin, so the check fails.
+        let wrong = ComponentInfo::new("t", "").with_config_of::<Settings>(&["file"]);
+        let err = wrong.check_config_keys(open_settings).unwrap_err();
+        assert!(err.contains("`file`"), "{err}");
+        // A component that takes any key fails the undeclared-key half.
+        let err = info.check_config_keys(|_| Ok(())).unwrap_err();
+        assert!(err.contains("accepted the undeclared key"), "{err}");
     }
 }

@@ -408,3 +408,23 @@ fn sparse_hmm_task_and_its_oracle() {
     assert!(d.details.get("max_successors").is_none());
     assert_eq!(d.label, "hmm-32 (SER variant)");
 }
+
+#[test]
+fn every_task_declares_exactly_the_config_keys_it_accepts() {
+    for info in FormalPlugin::tasks() {
+        info.check_config_keys(|config| {
+            FormalPlugin::open_task(&info.name, config)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let file = FormalPlugin::tasks().into_iter().find(|t| t.name == "file");
+    let paths: Vec<String> = file
+        .into_iter()
+        .flat_map(|t| t.config_keys)
+        .filter(|k| k.path)
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(paths, ["path"]);
+}
