@@ -3,7 +3,9 @@
 //! LLaDA's semi-AR low-confidence sampler and Fast-dLLM's threshold sampler, and the tiny
 //! Qwen2 checkpoint with the `ar` sampler as their speedup baseline; every cell finishes with
 //! text completions scored by the task. A checkpoint folder without its
-//! tokenizer fails its own cell only, with the file named.
+//! tokenizer fails its own cell only, with the file named, and the manifest records the
+//! settings a suite left out (dtype, full row, every sampler parameter) as the model resolved
+//! them.
 
 mod common;
 use common::*;
@@ -108,6 +110,36 @@ samplers:
         cause.contains("no-tokenizer/tokenizer.json") && cause.contains("missing"),
         "{cause}"
     );
+    // The suite leaves out the dtype, `full_row`, `generation_length` and every sampler
+    // parameter: the manifest still records what the cell ran with, defaults filled in by
+    // the model (dlm-hf: f32, the full output row) and the SDK's sampler (its documented
+    // defaults: temperature 1, the rest unset, one block).
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    let text_cells = manifest["text_cells"].as_array().expect("text_cells");
+    let good = text_cells
+        .iter()
+        .find(|c| c["model"]["name"] == "good")
+        .expect("the good cell's record");
+    let settings = &good["settings"];
+    assert_eq!(
+        settings["model"],
+        serde_json::json!({"dtype": "f32", "device": good["device"], "full_row": true, "generation_length": null}),
+        "{good}"
+    );
+    assert_eq!(
+        settings["sampler"],
+        serde_json::json!({
+            "name": "low_confidence",
+            "steps": 8,
+            "params": {"temperature": 1.0, "top_k": null, "top_p": null, "block_length": null},
+        }),
+        "{good}"
+    );
+    // The suite's own words stay beside it, unchanged.
+    assert_eq!(good["sampler"]["params"], serde_json::json!({}), "{good}");
+    assert!(good["model"]["config"].get("dtype").is_none(), "{good}");
 }
 
 /// The GPU suites are valid suites (their cells expand; nothing runs without the checkpoint).

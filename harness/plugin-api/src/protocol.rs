@@ -85,9 +85,10 @@ pub struct ModelOpenConfig {
     /// Present when the harness trained this model earlier: load these weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<TrainedCheckpoint>,
-    /// The folder of the suite file: relative paths in `config` are relative to it (see
-    /// [`ModelOpenConfig::resolve`]). `None` from an older host, or outside a suite. Since
-    /// API 1.5.
+    /// The folder of the suite file, which relative paths in `config` are relative to. The
+    /// harness has already joined the values of the keys the component declares paths
+    /// ([`ConfigKey::path`]); [`ModelOpenConfig::resolve`] is for any other path a plugin
+    /// finds. `None` from an older host, or outside a suite. Since API 1.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_dir: Option<String>,
 }
@@ -668,4 +669,11 @@ pub struct GenerateReply {
     /// API 1.5.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_programs: bool,
+    /// The settings the batch was generated with, every default filled in, as a JSON object:
+    /// `"sampler"` (its name, `steps`, `schedule` where it takes one, and every parameter it
+    /// reads, `null` for one left unset) and `"model"` (the model's resolved configuration:
+    /// dtype, device, …). The harness records it per cell in the manifest without
+    /// interpreting it. `None` from a model that does not say. Since API 1.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Value>,
 }

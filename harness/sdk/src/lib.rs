@@ -58,6 +58,7 @@
 pub mod data;
 pub mod device_name;
 pub mod sampler;
+pub mod settings;
 #[cfg(feature = "tokenizers")]
 pub mod tokenizer;
 

@@ -30,7 +30,7 @@ pub(super) fn run_cell(
             let binding = TaskBinding {
                 plugin: task_plugin.descriptor.name.clone(),
                 task: cell.task.component.clone(),
-                config: cell.task.config.clone(),
+                config: task_config(&task_plugin, &cell.task)?,
                 description: description.clone(),
             };
             let model = open_model(
@@ -72,6 +72,7 @@ pub(super) fn run_cell(
         samples,
         batches: generated.batches,
         device: generated.device,
+        settings: generated.settings,
         documents: None,
     })
 }
@@ -85,10 +86,11 @@ fn run_text(
     checkpoint: Option<&TrainedCheckpoint>,
     events: &mut EventWriter,
 ) -> Result<CellOutput> {
+    let task_config = task_config(&task_plugin, &cell.task)?;
     let binding = |description: &TaskDescription| TaskBinding {
         plugin: task_plugin.descriptor.name.clone(),
         task: cell.task.component.clone(),
-        config: cell.task.config.clone(),
+        config: task_config.clone(),
         description: description.clone(),
     };
     let (model, selection) = match (&cell.model, &cell.sampler) {
@@ -303,6 +305,8 @@ struct Generated {
     model: Option<OpenedModelInfo>,
     one_step_per_token: bool,
     device: Option<String>,
+    /// The model's and the sampler's resolved settings, as its last reply stated them.
+    settings: Option<serde_json::Value>,
 }
 
 /// The task's own samples: the reference row.
@@ -338,6 +342,7 @@ fn reference_sequences(
         model: None,
         one_step_per_token: false,
         device: None,
+        settings: None,
     })
 }
 
@@ -362,6 +367,7 @@ fn generate_sequences(
             .any(|i| i.name == sampler.name && i.one_step_per_token),
         model: Some(model.summary()),
         device: None,
+        settings: None,
     };
     events.emit(&progress("generate", 0, n))?;
     let mut first = range.start;
@@ -402,6 +408,7 @@ fn generate_sequences(
             cpu_seconds: Some(cpu_seconds),
         });
         out.device = Some(reply.device.clone());
+        out.settings = reply.settings.clone();
         out.sequences.extend(seqs);
         first += size;
         events.emit(&progress("generate", first - range.start, n))?;

@@ -245,6 +245,7 @@ pub(super) fn run_text_cell(
     let mut samples = Vec::with_capacity(n);
     let mut batches = Vec::new();
     let mut device = None;
+    let mut settings = None;
     events.emit(&progress(phase, 0, n))?;
     let mut first = range.start;
     while first < range.end {
@@ -256,7 +257,7 @@ pub(super) fn run_text_cell(
         let (outputs, whole_programs) = match model {
             None => (reference_outputs(&prompts, codec.as_ref(), &info)?, false),
             Some((model, sampler)) => {
-                let (outputs, record, on, whole_programs) = generate_texts(
+                let (outputs, record, notes) = generate_texts(
                     model,
                     cell,
                     sampler,
@@ -266,8 +267,9 @@ pub(super) fn run_text_cell(
                     first as u64,
                 )?;
                 batches.push(record);
-                device = Some(on);
-                (outputs, whole_programs)
+                device = Some(notes.device);
+                settings = notes.settings;
+                (outputs, notes.whole_programs)
             }
         };
         let completions = prompts
@@ -318,6 +320,7 @@ pub(super) fn run_text_cell(
         samples,
         batches,
         device,
+        settings,
         documents: None,
     })
 }
@@ -364,7 +367,7 @@ fn generate_texts(
     codec: Option<&Codec>,
     info: &TextTaskInfo,
     first: u64,
-) -> Result<(Vec<TextOutput>, BatchRecord, String, bool)> {
+) -> Result<(Vec<TextOutput>, BatchRecord, ReplyNotes)> {
     let size = prompts.len();
     let encoded: Option<Vec<Vec<u32>>> = codec
         .map(|c| {
@@ -478,7 +481,20 @@ fn generate_texts(
         wall_seconds: reply.wall_seconds,
         cpu_seconds: Some(cpu_seconds),
     };
-    Ok((outputs, record, reply.device, reply.whole_programs))
+    let notes = ReplyNotes {
+        device: reply.device,
+        whole_programs: reply.whole_programs,
+        settings: reply.settings,
+    };
+    Ok((outputs, record, notes))
+}
+
+/// What a generate reply says besides its samples.
+struct ReplyNotes {
+    device: String,
+    whole_programs: bool,
+    /// [`GenerateReply::settings`]: the model's and the sampler's resolved settings.
+    settings: Option<serde_json::Value>,
 }
 
 #[cfg(test)]

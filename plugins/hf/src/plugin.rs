@@ -4,9 +4,10 @@
 
 use crate::checkpoint::{parse_dtype, ArCheckpoint, Checkpoint};
 use crate::error::HfError;
-use burn::tensor::Device;
+use burn::tensor::{DType, Device};
 use dlm_sdk::device_name::{Backends, DeviceName};
 use dlm_sdk::sampler::device::{TensorAutoregressiveModel, TensorDenoiserModel};
+use dlm_sdk::settings::WithSettings;
 use dlm_sdk::tokenizer::TextModel;
 use dlm_sdk::{ComponentInfo, Model, ModelOpenConfig, Plugin, PluginError, Result};
 use serde::Deserialize;
@@ -20,8 +21,8 @@ pub const PLUGIN_NAME: &str = "dlm-hf";
 #[serde(deny_unknown_fields)]
 pub struct OpenConfig {
     /// The checkpoint folder: config.json, model.safetensors (or shards with
-    /// model.safetensors.index.json) and tokenizer.json. A relative path is taken from the
-    /// directory dlm-bench runs in.
+    /// model.safetensors.index.json) and tokenizer.json. A declared path key: the harness
+    /// joins a relative one to the suite file's folder.
     pub path: PathBuf,
     /// Compute dtype: `f32` (default), `f16` or `bf16`; weights stored in another of the three
     /// are converted as they load.
@@ -122,6 +123,16 @@ pub fn open_checkpoint_model(
         let model = TextModel::new(denoiser, ckpt.tokenizer, stop).map_err(eos_hint)?;
         (fixed_generation(model, config.generation_length, max)?, max)
     };
+    // What the run records of this model beside the sampler: every default resolved.
+    let mut settings = serde_json::json!({
+        "dtype": dtype_name(dtype),
+        "device": label,
+        "generation_length": config.generation_length,
+    });
+    if !autoregressive {
+        settings["full_row"] = serde_json::json!(config.full_row.unwrap_or(true));
+    }
+    let model: Box<dyn Model> = Box::new(WithSettings::new(model, settings));
     if task.length > max && config.generation_length.is_none() {
         return Err(PluginError::bad_config(format!(
             "the task's length {} exceeds the {} positions of {} (config.json); lower `lengths`",
@@ -131,6 +142,16 @@ pub fn open_checkpoint_model(
         )));
     }
     Ok(model)
+}
+
+/// The compute dtype as a suite names it.
+fn dtype_name(dtype: DType) -> String {
+    match dtype {
+        DType::F32 => "f32".into(),
+        DType::F16 => "f16".into(),
+        DType::BF16 => "bf16".into(),
+        other => format!("{other:?}"),
+    }
 }
 
 /// `model`, with a fixed completion region when `generation_length` is set.
@@ -164,14 +185,16 @@ impl Plugin for HfPlugin {
              safetensors weights, tokenizer.json; config: {path: DIR, dtype?: f32|f16|bf16, \
              device?: flex|wgpu|cuda[:N], eos_token?, generation_length?, full_row?}; answers text tasks with text",
                 false,
-            ),
+            )
+            .with_config_of::<OpenConfig>(&["path"]),
             ComponentInfo::new(
                 "ar-checkpoint",
                 "a LLaMA (LlamaForCausalLM) or Qwen2 (Qwen2ForCausalLM) checkpoint folder, \
                  decoded token by token with a KV cache; the same config as `checkpoint`",
             )
             .with_capability("autoregressive")
-            .with_sampler(ar),
+            .with_sampler(ar)
+            .with_config_of::<OpenConfig>(&["path"]),
         ]
     }
 

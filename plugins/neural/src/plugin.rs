@@ -11,6 +11,7 @@ use dlm_sdk::device_name::{Backends, DeviceName};
 use dlm_sdk::sampler::device::{
     TensorAutoregressive, TensorAutoregressiveModel, TensorDenoiser, TensorDenoiserModel,
 };
+use dlm_sdk::settings::WithSettings;
 use dlm_sdk::{
     ComponentInfo, Denoiser, EvaluateReply, GenerateReply, GenerateRequest, Model, ModelOpenConfig,
     Plugin, PluginError, Result, SaveReply, TaskDescription, TrainSettings, TrainStepReply,
@@ -525,7 +526,18 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
         None => open_checkpoint(kind, &config, task, &device)?,
     };
     let (generation_length, max_length) = (config.generation_length, ckpt.net.max_length());
-    match kind {
+    // What the run records of this model beside the sampler: every default resolved (Burn's
+    // default float, f32, is the compute dtype on every device).
+    let mut settings = serde_json::json!({
+        "dtype": "f32",
+        "device": label.clone(),
+        "generation_length": generation_length,
+    });
+    if kind == ModelKind::Ar {
+        settings["kv_cache"] = serde_json::json!(config.kv_cache);
+        settings["kv_cache_dtype"] = serde_json::json!(config.kv_cache_dtype);
+    }
+    let model = match kind {
         ModelKind::Mdm => text::wrap(
             TensorDenoiserModel {
                 denoiser: text::Padded::new(MdmDenoiser {
@@ -551,7 +563,8 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
             generation_length,
             max_length,
         ),
-    }
+    }?;
+    Ok(Box::new(WithSettings::new(model, settings)))
 }
 
 /// `kv_cache_dtype: bf16` needs the `ar` model, its cache and the `flex` device (the only
@@ -738,7 +751,8 @@ impl Plugin for NeuralPlugin {
                  with eos_token and generation_length; trainable by the harness (`train:`) without a tokenizer",
                 false,
             )
-            .with_capability("train"),
+            .with_capability("train")
+            .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"]),
             ComponentInfo::new(
                 "ar",
                 "autoregressive transformer of the same architecture with a KV cache; \
@@ -746,7 +760,8 @@ impl Plugin for NeuralPlugin {
             )
             .with_capability("autoregressive")
             .with_capability("train")
-            .with_sampler(dlm_sdk::sampler::info("ar")),
+            .with_sampler(dlm_sdk::sampler::info("ar"))
+            .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"]),
         ]
     }
 

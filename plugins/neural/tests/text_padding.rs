@@ -254,3 +254,42 @@ fn a_generation_length_needs_a_tokenizer_and_room() {
         "{e}"
     );
 }
+
+/// Every reply states what generated it, defaults filled in: the model's dtype, device,
+/// generation length and (for `ar`) its cache, beside the sampler's every parameter.
+#[test]
+fn replies_state_the_models_resolved_settings() {
+    let mut model = open("ar", Some(GENERATE), true).unwrap();
+    let request = GenerateRequest {
+        batch_size: 1,
+        length: LENGTH,
+        sampler: SamplerSpec {
+            name: "ar".into(),
+            steps: 1,
+            schedule: None,
+            params: Default::default(),
+        },
+        seed: 7,
+        first_index: 0,
+        prompts: None,
+        prompt_texts: Some(vec![Prompt {
+            id: "q0".into(),
+            text: PROMPTS[0].to_string(),
+            reference: None,
+        }]),
+    };
+    let (_, reply) = model.generate(&request).unwrap();
+    let settings = reply.settings.expect("settings");
+    assert_eq!(
+        settings["model"],
+        json!({"dtype": "f32", "device": reply.device, "generation_length": GENERATE,
+               "kv_cache": true, "kv_cache_dtype": "f32"}),
+        "{settings}"
+    );
+    assert_eq!(settings["sampler"]["name"], "ar", "{settings}");
+    assert_eq!(
+        settings["sampler"]["params"],
+        json!({"temperature": 1.0, "top_k": null, "top_p": null}),
+        "{settings}"
+    );
+}

@@ -292,6 +292,7 @@ pub(crate) fn generate_ar_with<N: NextNet>(
             device: model.device(),
             texts: None,
             whole_programs: false,
+            settings: Some(super::params::settings(&Ar, &params, spec)),
         },
     ))
 }

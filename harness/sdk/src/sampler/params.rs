@@ -280,10 +280,52 @@ impl Params {
         })
     }
 
+    /// Every parameter `sampler` reads (the draw's first), by name, with its value: the one
+    /// given, else its default (`null` for one unset by default, such as `top_k`, or
+    /// `block_length`: one block), as a run's record states the sampler's full settings.
+    pub fn resolved(&self, sampler: &dyn Sampler) -> serde_json::Map<String, Value> {
+        draw_params()
+            .into_iter()
+            .chain(sampler.params())
+            .map(|param| {
+                let value = self
+                    .given
+                    .get(param.name)
+                    .cloned()
+                    .unwrap_or(match param.kind {
+                        Kind::Number {
+                            default: Some(x), ..
+                        } => Value::from(x),
+                        Kind::Choice { options } => Value::from(options[0]),
+                        Kind::Number { default: None, .. } | Kind::Count => Value::Null,
+                    });
+                (param.name.to_string(), value)
+            })
+            .collect()
+    }
+
     /// The value of the parameter `handle` declares (its default when the suite gives none).
     pub fn get<H: Handle>(&self, handle: &H) -> H::Value {
         handle.read(self.given.get(handle.name()))
     }
+}
+
+/// What a reply's [`crate::GenerateReply::settings`] says of the sampler: its name, `steps`,
+/// `schedule` (where it takes one; its default filled in) and every parameter it reads
+/// ([`Params::resolved`]), as `{"sampler": {…}}`.
+pub(crate) fn settings(sampler: &dyn Sampler, params: &Params, spec: &crate::SamplerSpec) -> Value {
+    let mut described = serde_json::Map::new();
+    described.insert("name".into(), Value::from(sampler.name()));
+    described.insert("steps".into(), Value::from(spec.steps));
+    if sampler.takes_schedule() {
+        let schedule = spec
+            .schedule
+            .as_deref()
+            .unwrap_or(super::Schedule::DEFAULT_NAME);
+        described.insert("schedule".into(), Value::from(schedule));
+    }
+    described.insert("params".into(), Value::Object(params.resolved(sampler)));
+    serde_json::json!({ "sampler": described })
 }
 
 /// Whether `value` is one `param` accepts.

@@ -15,10 +15,13 @@ pub enum Schedule {
 }
 
 impl Schedule {
+    /// The name of the schedule a sampler that takes one uses when none is given.
+    pub const DEFAULT_NAME: &'static str = "loglinear";
+
     /// The schedule called `name` (`None` means `loglinear`); an unknown name is an error
     /// listing the known ones.
     pub fn parse(name: Option<&str>) -> Result<Schedule> {
-        match name.unwrap_or("loglinear") {
+        match name.unwrap_or(Self::DEFAULT_NAME) {
             "loglinear" => Ok(Schedule::LogLinear),
             "linear" => Ok(Schedule::Linear),
             "cosine" => Ok(Schedule::Cosine),
