@@ -77,6 +77,7 @@ fn write_shards(dir: &Path, path: &Path, text: &str) -> Vec<PathBuf> {
         command: Vec::new(),
         filters: Default::default(),
         text_cells: Vec::new(),
+        sessions: Vec::new(),
     };
     (0..SHARDS)
         .map(|k| {
@@ -100,6 +101,7 @@ fn write_shards(dir: &Path, path: &Path, text: &str) -> Vec<PathBuf> {
                     one_step_per_token: false,
                     batches: Vec::new(),
                     device: Some("cpu".into()),
+                    settings: None,
                     documents: None,
                     worker_seconds: 0.0,
                     finished_at: now_rfc3339(),

@@ -114,4 +114,71 @@ fn baselines_are_explicit_and_independent_of_model_order() {
         "the verdict table names the baseline"
     );
     assert!(html.contains("baseline: oracle"), "and why it was chosen");
+    assert!(
+        !html.contains("No AR baseline"),
+        "every series has its baseline"
+    );
+
+    // The manifest records how the cells were timed, and the report says it in one line.
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir_a.join("manifest.json")).unwrap())
+            .unwrap();
+    let session = &manifest["sessions"][0];
+    assert_eq!(manifest["sessions"].as_array().map(Vec::len), Some(1));
+    let jobs = session["jobs"].as_u64().expect("jobs");
+    assert!(
+        jobs >= 1 && session["cells"] == manifest["cells_total"],
+        "{session}"
+    );
+    assert!(
+        session["cores"].as_u64().is_some_and(|c| c >= 1),
+        "{session}"
+    );
+    if std::path::Path::new("/proc/loadavg").exists() {
+        assert!(
+            session["load_start"].as_f64().is_some_and(|l| l >= 0.0),
+            "{session}"
+        );
+        assert!(
+            session["load_end"].as_f64().is_some_and(|l| l >= 0.0),
+            "{session}"
+        );
+    }
+    assert!(
+        html.contains(&format!("ran with --jobs {jobs} on ")),
+        "the timing line"
+    );
+    assert_eq!(
+        html.contains("Timings shared cores"),
+        jobs > 1,
+        "the speed caveat appears exactly when cells ran several at a time"
+    );
+
+    // Without the oracle's cells, `uniform`'s named baseline is missing: a visible warning in
+    // the report and on stderr, not a quiet "none (optimum)".
+    let filtered = out.join("filtered");
+    let r = run(&[
+        "run",
+        "tests/suites/baselines.yaml",
+        "--models",
+        "uniform",
+        "--out",
+        filtered.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r));
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        stderr.contains("warning: bigram-ser: 2 diffusion cell(s) have no AR baseline")
+            && stderr.contains("--models uniform"),
+        "{stderr}"
+    );
+    let twin: Value =
+        serde_json::from_str(&std::fs::read_to_string(filtered.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(twin["baseline_warnings"][0]["task"], "bigram-ser", "{twin}");
+    let html = std::fs::read_to_string(filtered.join("report.html")).unwrap();
+    assert!(
+        html.contains("No AR baseline") && html.contains("none — see the warning above"),
+        "the verdict flags the missing baseline"
+    );
 }

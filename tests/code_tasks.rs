@@ -7,51 +7,23 @@
 //! under `CI=true` or `DLM_BENCH_REQUIRE_SANDBOX=1` (as dlm-code's own sandbox tests).
 
 mod common;
+use common::humaneval::sandbox_unavailable;
 use common::*;
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// HumanEval's first `n` problems as (task_id, canonical solution), read with python3's gzip
-/// (the sandbox runs python3 anyway).
+/// HumanEval's first `n` problems as (task_id, canonical solution).
 fn humaneval_head(n: usize) -> Vec<(String, String)> {
-    let path = root().join("data/humaneval/HumanEval.jsonl.gz");
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import gzip, sys; sys.stdout.buffer.write(gzip.open(sys.argv[1]).read())",
-        ])
-        .arg(&path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}: {} (the repository's data/, see data/README.md)",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
+    humaneval::problems()
+        .iter()
         .take(n)
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
+        .map(|v| {
             (
-                v["task_id"].as_str().unwrap().to_string(),
-                v["canonical_solution"].as_str().unwrap().to_string(),
+                humaneval::field(v, "task_id"),
+                humaneval::field(v, "canonical_solution"),
             )
         })
         .collect()
-}
-
-/// Whether the sandbox's refusal is why a cell failed: skip (visibly), or fail where the
-/// sandbox is required.
-fn sandbox_unavailable(cell: &Value) -> bool {
-    let cause = cell["cause"].as_str().unwrap_or_default();
-    if !cause.contains("the sandbox is unavailable") {
-        return false;
-    }
-    skip::absent(&skip::SANDBOX, cause);
-    true
 }
 
 fn samples_of(dir: &Path, key: &str) -> Vec<Value> {
@@ -223,5 +195,77 @@ samplers:
             "{cause}"
         );
         assert!(cause.contains("`allow_code_execution: true`"), "{cause}");
+    }
+}
+
+/// `suites/code.yaml` (the CPU code suite) plans, and the sample it replays
+/// (`suites/data/code/`, written by `tools/code-sample/make_code_sample.py`) is what it says:
+/// for every document the suite names, the data's own canonical solution, and a mutant of it
+/// that differs from it.
+#[test]
+fn the_cpu_code_suite_plans_and_replays_canonical_solutions_and_mutants() {
+    let out = run(&["plan", "suites/code.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("10 units"),
+        "{}",
+        text(&out)
+    );
+    let suite = std::fs::read_to_string(root().join("suites/code.yaml")).unwrap();
+    let lines = |name: &str| -> Vec<Value> {
+        std::fs::read_to_string(root().join("suites/data/code").join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e} (tools/code-sample/make_code_sample.py)"))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let humaneval: std::collections::HashMap<String, String> = humaneval::problems()
+        .iter()
+        .map(|v| {
+            let solution = humaneval::field(v, "canonical_solution");
+            (humaneval::field(v, "task_id"), solution)
+        })
+        .collect();
+    let mbpp: std::collections::HashMap<String, String> =
+        std::fs::read_to_string(root().join("data/mbpp/mbpp.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| {
+                (
+                    v["task_id"].to_string(),
+                    v["code"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+    for (bench, gold) in [("humaneval", &humaneval), ("mbpp", &mbpp)] {
+        let canonical = lines(&format!("{bench}-canonical.jsonl"));
+        let mutants = lines(&format!("{bench}-mutants.jsonl"));
+        assert_eq!(canonical.len(), 5, "{bench}");
+        assert_eq!(mutants.len(), canonical.len(), "{bench}");
+        for (c, m) in canonical.iter().zip(&mutants) {
+            // MBPP's ids are numbers in the file (as MBPP's own tools write them).
+            let id = &match &c["task_id"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            assert_eq!(m["task_id"], c["task_id"]);
+            assert!(
+                suite.contains(&format!("{id:?}"))
+                    || suite.contains(&format!("{id},"))
+                    || suite.contains(&format!("{id}]")),
+                "{bench} {id} is not among the suite's doc_ids"
+            );
+            assert_eq!(
+                c["completion"].as_str(),
+                gold.get(id.as_str()).map(String::as_str),
+                "{bench} {id}"
+            );
+            assert_ne!(
+                m["completion"], c["completion"],
+                "{bench} {id}: the mutant is the canonical solution"
+            );
+            assert!(m["mutation"].as_str().is_some_and(|s| !s.is_empty()), "{m}");
+        }
     }
 }

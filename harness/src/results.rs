@@ -19,6 +19,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
+mod machine;
+pub use machine::{shared_cores_note, timing_line, RunSession};
+
 pub const MANIFEST: &str = "manifest.json";
 pub const SAMPLES: &str = "samples.jsonl";
 pub const CELLS: &str = "cells.jsonl";
@@ -72,6 +75,11 @@ pub struct Manifest {
     /// written before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text_cells: Vec<TextCellRun>,
+    /// Every invocation that ran cells of this run (the first, each `--resume`; a merge
+    /// keeps every shard's): `--jobs`, CPU model, cores, load at start and end
+    /// ([`RunSession`]). `started_at` above stays the first start. Absent in older runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<RunSession>,
 }
 
 /// How generation is counted in every text cell (ARCHITECTURE.md, `TextTaskInfo`): recorded
@@ -81,9 +89,9 @@ pub const TEXT_COUNTING: &str = "tokens per forward = generated tokens up to the
 
 /// What the manifest records of one text cell, so that its numbers can stand next to a
 /// published table: the task's provenance (data files and sums, template, few-shot count,
-/// filters, scoring mode), the model as configured (its dtype is in `model.config` where the
-/// suite sets one; otherwise the plugin's default) and the device it ran on, and the sampler
-/// as the suite gives it (parameters it leaves out take the sampler's documented defaults).
+/// filters, scoring mode), the model and the sampler as the suite gives them, the device the
+/// model ran on, and `settings`: what the model says it ran with, every default filled in
+/// (the model's dtype, device, …; the sampler's steps and every parameter).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextCellRun {
     pub key: String,
@@ -96,6 +104,11 @@ pub struct TextCellRun {
     pub sampler: Option<dlm_plugin_api::SamplerSpec>,
     /// The device the model reported for its batches.
     pub device: Option<String>,
+    /// The model's reply's resolved settings ([`CellRecord::settings`]): `{"model": {dtype,
+    /// device, …}, "sampler": {name, steps, params: {…}}}`; `None` for the reference row and
+    /// a model that does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
     pub length: usize,
     pub seed: u64,
     pub n: usize,
@@ -140,6 +153,7 @@ impl TextCellRun {
                 .map(|m| component(m, &cell.model_plugin)),
             sampler: spec.sampler.clone(),
             device: cell.device.clone(),
+            settings: cell.settings.clone(),
             length: spec.length,
             seed: spec.seed,
             n: spec.n,
@@ -243,6 +257,10 @@ pub struct CellRecord {
     #[serde(default)]
     pub batches: Vec<BatchRecord>,
     pub device: Option<String>,
+    /// What the model said it generated with, every default filled in
+    /// (`GenerateReply::settings`); `None` for ground-truth rows and models that do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
     /// Text cells whose suite selects documents (`doc_ids:`, `docs_from_replay:`): how many
     /// of the task's documents were scored ("N of M documents").
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,9 +5,9 @@
 use crate::plugins;
 use crate::report;
 use crate::results::{
-    now_rfc3339, CellRecord, CellStatus, Manifest, ManifestPlugin, RunDir, SampleRecord,
+    now_rfc3339, CellRecord, CellStatus, Manifest, ManifestPlugin, RunDir, RunSession, SampleRecord,
 };
-use crate::suite::{did_you_mean, CellSpec, PluginRef, Suite, SuiteError};
+use crate::suite::{check_config_keys, did_you_mean, CellSpec, PluginRef, Suite, SuiteError};
 use crate::training;
 use crate::worker::{self, Job, Outcome};
 use anyhow::{Context, Result};
@@ -79,7 +79,7 @@ pub(crate) type Descriptors = BTreeMap<PluginRef, std::result::Result<PluginDesc
 pub(crate) fn check_components(suite: &Suite, descriptors: &Descriptors) -> Result<(), SuiteError> {
     for t in &suite.tasks {
         if let Some(Ok(d)) = descriptors.get(&t.plugin) {
-            if d.component(ComponentKind::Task, &t.component).is_none() {
+            let Some(info) = d.component(ComponentKind::Task, &t.component) else {
                 return Err(SuiteError::at(
                     &suite.source,
                     &t.component_span,
@@ -90,7 +90,9 @@ pub(crate) fn check_components(suite: &Suite, descriptors: &Descriptors) -> Resu
                         did_you_mean(&t.component, d.tasks.iter().map(|c| c.name.as_str()))
                     ),
                 ));
-            }
+            };
+            let what = format!("task `{}` ({} in plugin `{}`)", t.name, t.component, d.name);
+            check_config_keys(&suite.source, &t.config_keys, info, &what)?;
         }
     }
     for m in &suite.models {
@@ -107,6 +109,11 @@ pub(crate) fn check_components(suite: &Suite, descriptors: &Descriptors) -> Resu
                     ),
                 ));
             };
+            let what = format!(
+                "model `{}` ({} in plugin `{}`)",
+                m.name, m.component, d.name
+            );
+            check_config_keys(&suite.source, &m.config_keys, info, &what)?;
             if let (Some(_), Some(span)) = (&m.train, &m.train_span) {
                 if !info.has("train") {
                     return Err(SuiteError::at(
@@ -192,6 +199,8 @@ pub(crate) fn prepare(
 }
 
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
+    // The load before this run builds, trains or samples anything: the machine's other work.
+    let mut session = RunSession::begin(hostname());
     // Unknown filter names fail before any plugin is built.
     opts.filters.check(&Suite::load(&opts.suite)?)?;
     let (mut suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
@@ -244,6 +253,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         .jobs
         .unwrap_or_else(|| default_jobs(&descriptors))
         .clamp(1, todo.len().max(1));
+    (session.jobs, session.cells) = (jobs, todo.len());
+    // Recorded now, so that a run killed halfway still says how its cells were timed.
+    update_session(&dir, &session)?;
     let (bars, cell_bar) = progress_bars(todo.len());
     let trained = training::ensure_trained(
         &training::units(todo.iter().copied()),
@@ -311,10 +323,16 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     })?;
     cell_bar.finish_and_clear();
 
+    session.finish();
+    update_session(&dir, &session)?;
     let mut manifest = dir.read_manifest()?;
     manifest.finished_at = Some(now_rfc3339());
     dir.write_manifest(&manifest)?;
     let summary = report::write_all(&dir, Some(&cells))?;
+    // Said here too, not only in the report: a verdict without its AR baseline is easy to miss.
+    for warning in report::baseline_warnings(&summary, &opts.filters) {
+        eprintln!("warning: {}", warning.message);
+    }
     let failed_total = summary
         .iter()
         .filter(|s| s.status == CellStatus::Failed)
@@ -399,6 +417,29 @@ fn record_filters(dir: &RunDir, filters: &crate::filter::RunFilters, resumed: bo
     dir.write_manifest(&manifest)
 }
 
+/// Add this invocation's session to the manifest, or update it (the one with its start time):
+/// a resumed run keeps the sessions before it and adds its own. An invocation that finds
+/// nothing left to run timed nothing and adds no session.
+fn update_session(dir: &RunDir, session: &RunSession) -> Result<()> {
+    if session.cells == 0 {
+        return Ok(());
+    }
+    let mut manifest = dir.read_manifest()?;
+    match manifest
+        .sessions
+        .iter_mut()
+        .find(|s| s.started_at == session.started_at && s.host == session.host)
+    {
+        Some(recorded) => *recorded = session.clone(),
+        None => manifest.sessions.push(session.clone()),
+    }
+    dir.write_manifest(&manifest)
+}
+
+fn hostname() -> String {
+    command_output("hostname", &[], Path::new(".")).unwrap_or_else(|| "unknown".into())
+}
+
 /// Create the run directory (default `reports/<suite>-<timestamp>`) and write its manifest.
 fn new_run_dir(
     out: Option<&Path>,
@@ -451,7 +492,7 @@ fn new_manifest(suite: &Suite, plugins: Vec<ManifestPlugin>, cells_total: usize)
             Path::new("."),
         )
         .unwrap_or_else(|| "unknown".into()),
-        host: command_output("hostname", &[], Path::new(".")).unwrap_or_else(|| "unknown".into()),
+        host: hostname(),
         cpus: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1),
@@ -462,6 +503,7 @@ fn new_manifest(suite: &Suite, plugins: Vec<ManifestPlugin>, cells_total: usize)
         command: std::env::args().collect(),
         filters: Default::default(),
         text_cells: Vec::new(),
+        sessions: Vec::new(),
     }
 }
 
@@ -591,6 +633,7 @@ fn cell_results(
         one_step_per_token: false,
         batches: Vec::new(),
         device: None,
+        settings: None,
         documents: None,
         worker_seconds,
         finished_at: now_rfc3339(),
@@ -606,6 +649,7 @@ fn cell_results(
             record.one_step_per_token = output.one_step_per_token;
             record.batches = output.batches;
             record.device = output.device;
+            record.settings = output.settings;
             record.documents = output.documents;
             output
                 .samples

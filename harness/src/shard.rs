@@ -162,6 +162,8 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf], allow_partial: bool) -> Result<
         .unwrap_or_default();
     manifest.finished_at = Some(now_rfc3339());
     manifest.cells_total = plan.len();
+    // Every shard's machine record: each shard timed its own cells on its own node.
+    manifest.sessions = shards.iter().flat_map(|s| s.1.sessions.clone()).collect();
     manifest.command = std::env::args().collect();
     run.write_manifest(&manifest)?;
     let whole_cells = suite.cells();

@@ -80,6 +80,10 @@ pub struct CellSummary {
     /// (`provenance.scoring`), and deliberate differences from the reference tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<dlm_plugin_api::TaskProvenance>,
+    /// Text cells whose suite selects documents (`doc_ids:`, `docs_from_replay:`): how many
+    /// of the task's documents were scored, from the cell's record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<crate::suite::DocumentCount>,
 }
 
 /// A task-declared metric of one cell, with its declaration (so `summary.json` explains itself

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod backend;
+pub mod humaneval;
 pub mod skip;
 
 use std::path::{Path, PathBuf};

@@ -78,6 +78,10 @@ pub fn is_ar_cell(cell: &CellRecord) -> bool {
     is_ar_model_cell(cell) || is_left_to_right(cell)
 }
 
+/// The baseline rule of a diffusion cell when the run has no AR cell for it to be judged
+/// against at all (the report then falls back on the exact optimum, where the task has one).
+pub const NO_AR_RULE: &str = "no left-to-right cell of this model and no AR model with this task, length, seed and batch size";
+
 /// The AR baseline chosen for one cell: the index of the baseline cell (if any) and the rule.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Baseline {
@@ -159,7 +163,7 @@ pub fn resolve_baselines(cells: &[CellRecord]) -> Vec<Option<Baseline>> {
             Some(match ar_models.as_slice() {
                 [] => Baseline {
                     cell: None,
-                    rule: "no left-to-right cell of this model and no AR model with this task, length, seed and batch size".into(),
+                    rule: NO_AR_RULE.into(),
                 },
                 [only] => Baseline {
                     cell: pick(ci, &|b| model_of(b) == Some(*only) && is_ar_model_cell(b)),
@@ -276,6 +280,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
             .task_description
             .as_ref()
             .and_then(|d| d.provenance.clone()),
+        documents: c.documents,
     };
     if c.status != CellStatus::Ok || rows.is_empty() {
         return s;

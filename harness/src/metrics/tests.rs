@@ -82,6 +82,7 @@ fn cell(model: &str, sampler: &str, ar_model: bool, baseline: Option<&str>) -> C
         one_step_per_token: ar_model || sampler == "left_to_right",
         batches: Vec::new(),
         device: None,
+        settings: None,
         documents: None,
         worker_seconds: 0.0,
         finished_at: String::new(),

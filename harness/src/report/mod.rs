@@ -28,7 +28,7 @@ mod verdict;
 
 use training_table::training_rows;
 pub use training_table::TrainingRow;
-pub use verdict::Verdict;
+pub use verdict::{baseline_warnings, BaselineWarning, Verdict};
 
 /// The machine-readable twin of `report.html`.
 pub const REPORT_JSON: &str = "report.json";
@@ -213,6 +213,15 @@ pub struct Report {
     /// the cells for them; `theory_view` is what the page shows of it.
     pub theory: Option<crate::theory::TheoryReport>,
     pub theory_view: Option<theory_view::TheoryView>,
+    /// Tasks whose diffusion series lack an AR baseline they should have
+    /// ([`baseline_warnings`]), shown above the verdict.
+    pub baseline_warnings: Vec<BaselineWarning>,
+    /// How the cells were timed: `--jobs`, CPU, cores, load ([`crate::results::timing_line`]).
+    pub timing: Option<String>,
+    /// The speed verdict's caveat when cells shared cores ([`crate::results::shared_cores_note`]).
+    pub shared_cores: Option<String>,
+    /// `run --tasks/--models/--limit` as given, when the run covers part of its suite.
+    pub filters: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -251,6 +260,9 @@ pub struct TaskSection {
     /// Why some declared metric has no value in some cell (e.g. pass@k with too few samples),
     /// each reason once.
     pub metric_notes: Vec<String>,
+    /// How many of the task's documents its cells scored, where the suite selected some
+    /// (`doc_ids:`, `docs_from_replay:`), e.g. "5 of 164 documents scored (…)".
+    pub document_notes: Vec<String>,
 }
 
 /// AUP of every series of a text task against one comparison pool.
@@ -322,6 +334,7 @@ impl Report {
                     "aup": t.aup,
                     "provenance": t.provenance,
                     "metric_notes": t.metric_notes,
+                    "document_notes": t.document_notes,
                     "plots": t.plots.iter().chain(&t.cost_plots).map(|p| serde_json::json!({
                         "title": p.title, "drawn": p.svg.is_some(), "note": p.note,
                     })).collect::<Vec<_>>(),
@@ -332,6 +345,10 @@ impl Report {
             "format": "dlm-bench report 1",
             "run": identity(manifest),
             "verdicts": self.verdicts,
+            "baseline_warnings": self.baseline_warnings,
+            "timing": self.timing,
+            "shared_cores": self.shared_cores,
+            "filters": self.filters,
             "theory": self.theory,
             "tasks": tasks,
             "failed": summary.iter().filter(|s| s.status == CellStatus::Failed)
@@ -363,6 +380,7 @@ pub fn identity(m: &Manifest) -> serde_json::Value {
         "seeds": m.seeds,
         "started_at": m.started_at,
         "finished_at": m.finished_at,
+        "sessions": m.sessions,
     })
 }
 
@@ -405,7 +423,6 @@ pub fn build(
     summary: &[CellSummary],
     samples: &[SampleRecord],
 ) -> Report {
-    let _ = manifest;
     let run = task::RunView::new(cells, summary, samples);
     let mut task_names: Vec<&str> = Vec::new();
     for s in summary {
@@ -421,9 +438,18 @@ pub fn build(
         verdicts.extend(task_verdicts);
     }
     let theory = crate::theory::analyse(cells, summary);
+    let baseline_warnings = baseline_warnings(summary, &manifest.filters);
+    for v in &mut verdicts {
+        v.baseline_missing =
+            v.baseline.is_none() && baseline_warnings.iter().any(|w| w.task == v.task);
+    }
     Report {
         tasks,
         verdicts,
+        baseline_warnings,
+        timing: crate::results::timing_line(&manifest.sessions),
+        shared_cores: crate::results::shared_cores_note(&manifest.sessions),
+        filters: (!manifest.filters.is_empty()).then(|| manifest.filters.describe()),
         legend: run.legend,
         theory_view: theory.as_ref().map(theory_view::view),
         theory,

@@ -2,7 +2,9 @@
 //! exact optimum without one), and what it costs there.
 
 use super::{anchor, fmt_num, overlaps, series_label};
-use crate::metrics::CellSummary;
+use crate::filter::RunFilters;
+use crate::metrics::{CellSummary, NO_AR_RULE};
+use crate::results::CellStatus;
 use serde::Serialize;
 
 /// The verdict for one model × sampler series of a task.
@@ -33,6 +35,9 @@ pub struct Verdict {
     pub fewest_ser: Option<f64>,
     pub fewest_speedup: Option<f64>,
     pub sentence: String,
+    /// No AR baseline although one was expected or nothing else can stand in for it (see
+    /// [`baseline_warnings`]): the report flags the row instead of a quiet "none (optimum)".
+    pub baseline_missing: bool,
 }
 
 /// One series' points (ascending steps) and what they are judged against.
@@ -255,6 +260,7 @@ pub(super) fn verdict(
         fewest_ser: fewest.ser,
         fewest_speedup: fewest.speedup,
         sentence,
+        baseline_missing: false,
     }
 }
 
@@ -334,5 +340,91 @@ fn text_verdict(
         fewest_ser: fewest.ser,
         fewest_speedup: fewest.speedup,
         sentence,
+        baseline_missing: false,
     }
+}
+
+/// A task whose diffusion series have no AR baseline where that is a problem, not the suite's
+/// design, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineWarning {
+    pub task: String,
+    pub message: String,
+}
+
+/// Per task, a warning when some finished diffusion series has no AR baseline and
+/// * the suite named one, or several AR models make it ambiguous (the rule says which), or
+/// * some cell of the task failed (the AR cell may be among them), or
+/// * the run was filtered by model (`--models` may have left the AR model out), or
+/// * the task has no exact optimum to judge against instead (text and code tasks).
+///
+/// Only a formal task in an unfiltered run whose suite has no AR model for it at all is judged
+/// against its exact optimum without a warning: that is what such a suite asks for.
+pub fn baseline_warnings(summary: &[CellSummary], filters: &RunFilters) -> Vec<BaselineWarning> {
+    let mut tasks: Vec<&str> = Vec::new();
+    for s in summary {
+        if !tasks.contains(&s.task.as_str()) {
+            tasks.push(&s.task);
+        }
+    }
+    tasks
+        .into_iter()
+        .filter_map(|task| {
+            let rows: Vec<&CellSummary> = summary.iter().filter(|s| s.task == task).collect();
+            let orphans: Vec<&CellSummary> = rows
+                .iter()
+                .copied()
+                .filter(|s| s.status == CellStatus::Ok && s.speedup_baseline.is_none())
+                .filter(|s| s.baseline_rule.is_some() && s.steps.is_some())
+                .collect();
+            let first = orphans.first()?;
+            let failed: Vec<&str> = rows
+                .iter()
+                .filter(|s| s.status == CellStatus::Failed)
+                .map(|s| s.key.as_str())
+                .collect();
+            let mut reasons: Vec<String> = Vec::new();
+            let mut rules: Vec<&str> = orphans
+                .iter()
+                .filter_map(|s| s.baseline_rule.as_deref())
+                .filter(|r| *r != NO_AR_RULE)
+                .collect();
+            rules.sort_unstable();
+            rules.dedup();
+            reasons.extend(rules.iter().map(|r| r.to_string()));
+            if !failed.is_empty() {
+                reasons.push(format!(
+                    "{} cell(s) of this task failed ({}{}), the AR cell possibly among them: see the failed cells, fix the cause and `run --resume`",
+                    failed.len(),
+                    failed.iter().take(3).copied().collect::<Vec<_>>().join(", "),
+                    if failed.len() > 3 { ", …" } else { "" }
+                ));
+            }
+            if !filters.models.is_empty() {
+                reasons.push(format!(
+                    "the run was filtered with `{}`, which may have left the AR model out",
+                    filters.describe()
+                ));
+            }
+            let fallback = if first.optimal_ter.is_some() {
+                "the exact optimum (TER) and zero (SER)"
+            } else {
+                reasons.push(
+                    "this task has no exact optimum to stand in for AR; add an autoregressive model (or a one-token-per-step sampler of the same model) to the suite".into(),
+                );
+                "error-free samples (SER 0)"
+            };
+            if reasons.is_empty() {
+                return None;
+            }
+            Some(BaselineWarning {
+                task: task.to_string(),
+                message: format!(
+                    "{task}: {} diffusion cell(s) have no AR baseline ({}); they are judged against {fallback}, not AR, and have no speedup.",
+                    orphans.len(),
+                    reasons.join("; ")
+                ),
+            })
+        })
+        .collect()
 }

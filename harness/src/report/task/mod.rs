@@ -538,6 +538,7 @@ impl<'a> TaskView<'a> {
             aup: self.aup(),
             provenance: self.provenance(),
             metric_notes: self.metric_notes(),
+            document_notes: self.document_notes(),
             plots,
             cost_plots,
             rows: rows.iter().map(|r| (*r).clone()).collect(),

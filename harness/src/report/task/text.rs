@@ -57,27 +57,23 @@ impl TaskView<'_> {
     /// Why declared metrics have no value (the harness's notes), each reason once, naming
     /// the cells.
     pub(super) fn metric_notes(&self) -> Vec<String> {
-        let mut out: Vec<(String, Vec<&str>)> = Vec::new();
-        for r in &self.rows {
-            for note in r.metrics.values().filter_map(|m| m.note.as_ref()) {
-                match out.iter_mut().find(|(n, _)| n == note) {
-                    Some((_, keys)) => keys.push(&r.key),
-                    None => out.push((note.clone(), vec![&r.key])),
-                }
-            }
-        }
-        // A few cells by name are enough to find them; the table marks each one.
-        const NAMED: usize = 4;
-        out.into_iter()
-            .map(|(note, keys)| {
-                let more = keys.len().saturating_sub(NAMED);
-                let named = keys[..keys.len().min(NAMED)].join(", ");
-                match more {
-                    0 => format!("{note} ({named})"),
-                    _ => format!("{note} ({named} and {more} more cells)"),
-                }
-            })
-            .collect()
+        let notes = self.rows.iter().flat_map(|r| {
+            let notes = r.metrics.values().filter_map(|m| m.note.clone());
+            notes.map(|note| (note, r.key.as_str()))
+        });
+        notes_naming_cells(notes)
+    }
+
+    /// How many of the task's documents were scored, for cells whose suite selects documents:
+    /// each distinct count once, naming the cells.
+    pub(super) fn document_notes(&self) -> Vec<String> {
+        notes_naming_cells(self.rows.iter().filter_map(|r| {
+            let d = r.documents?;
+            Some((
+                format!("{} of {} documents scored", d.scored, d.of),
+                r.key.as_str(),
+            ))
+        }))
     }
 
     /// Text tasks: AUP of every series (and AR cell) on the task's accuracy metric, the pool
@@ -125,6 +121,29 @@ impl TaskView<'_> {
                 .collect(),
         })
     }
+}
+
+/// Each distinct note once, in first-seen order, followed by the cells it concerns.
+fn notes_naming_cells<'a>(notes: impl Iterator<Item = (String, &'a str)>) -> Vec<String> {
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    for (note, key) in notes {
+        match out.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, keys)) => keys.push(key),
+            None => out.push((note, vec![key])),
+        }
+    }
+    // A few cells by name are enough to find them; the table marks each one.
+    const NAMED: usize = 4;
+    out.into_iter()
+        .map(|(note, keys)| {
+            let more = keys.len().saturating_sub(NAMED);
+            let named = keys[..keys.len().min(NAMED)].join(", ");
+            match more {
+                0 => format!("{note} ({named})"),
+                _ => format!("{note} ({named} and {more} more cells)"),
+            }
+        })
+        .collect()
 }
 
 /// A text task's sample: the completion (escaped by the template), its first wrong step's line
