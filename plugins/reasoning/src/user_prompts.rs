@@ -169,11 +169,8 @@ impl PromptsTask {
             ));
         }
         let bytes = std::fs::read(&config.path).map_err(|e| {
-            let cwd = std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|_| "?".into());
             PluginError::bad_config(format!(
-                "prompts: cannot read `{}`: {e} (a relative path is resolved against the working directory, {cwd})",
+                "prompts: cannot read `{}`: {e} (a relative `path` in a suite is taken from the suite file's folder)",
                 config.path.display()
             ))
         })?;
@@ -418,7 +415,7 @@ mod tests {
             (Value::Null, "`path` is required"),
             (
                 json!({"path": "no/such.jsonl"}),
-                "resolved against the working directory",
+                "taken from the suite file's folder",
             ),
         ] {
             let e = PromptsTask::open(config).err().unwrap().message;
