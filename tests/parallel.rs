@@ -28,14 +28,3 @@ fn parallel_cells_give_the_same_results_as_one_at_a_time() {
     assert_eq!(without_timings(&a), without_timings(&b));
     assert_eq!(sorted_samples(&one), sorted_samples(&three));
 }
-
-#[test]
-fn jobs_must_be_a_positive_number() {
-    let r = run(&["run", "tests/suites/tiny.yaml", "--jobs", "0"]);
-    assert_eq!(r.status.code(), Some(2), "{}", text(&r));
-    assert!(
-        String::from_utf8_lossy(&r.stderr).contains("--jobs"),
-        "{}",
-        text(&r)
-    );
-}
