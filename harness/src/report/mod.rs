@@ -36,12 +36,45 @@ pub const REPORT_JSON: &str = "report.json";
 /// Sample sequences shown per cell.
 const SAMPLES_PER_CELL: usize = 4;
 
-/// All templates, compiled into the binary so a report can be written anywhere.
+/// All templates, compiled into the binary so a report can be written anywhere. `report.html`
+/// includes one part per section (`templates/report/`).
 const TEMPLATES: &[(&str, &str)] = &[
     ("style.css", include_str!("../../../templates/style.css")),
     (
         "report.html",
         include_str!("../../../templates/report.html"),
+    ),
+    (
+        "report/verdict.html",
+        include_str!("../../../templates/report/verdict.html"),
+    ),
+    (
+        "report/theory.html",
+        include_str!("../../../templates/report/theory.html"),
+    ),
+    (
+        "report/task_head.html",
+        include_str!("../../../templates/report/task_head.html"),
+    ),
+    (
+        "report/task_plots.html",
+        include_str!("../../../templates/report/task_plots.html"),
+    ),
+    (
+        "report/task_aup.html",
+        include_str!("../../../templates/report/task_aup.html"),
+    ),
+    (
+        "report/task_cost.html",
+        include_str!("../../../templates/report/task_cost.html"),
+    ),
+    (
+        "report/task_cells.html",
+        include_str!("../../../templates/report/task_cells.html"),
+    ),
+    (
+        "report/task_samples.html",
+        include_str!("../../../templates/report/task_samples.html"),
     ),
     (
         "compare.html",
