@@ -4,7 +4,8 @@
 //! copies of a run show new failures, not-comparable cells and removed cells.
 //!
 //! Timing never decides a test: every comparison here passes `--timing-noise 1000`, so tokens/s
-//! rows are always within noise however loaded the machine is.
+//! rows are within noise, or not judged at all when the machine was busy (tests/timing_noise.rs
+//! checks the timing rules on synthetic runs).
 
 mod common;
 use common::*;
@@ -89,7 +90,7 @@ fn same_suite_and_seeds_compare_as_unchanged_and_exit_zero() {
     assert!(all.len() >= 14 * 3, "{} rows", all.len());
     for r in all {
         assert!(
-            r["status"] == "identical" || r["status"] == "within_noise",
+            ["identical", "within_noise", "not_judged"].contains(&r["status"].as_str().unwrap()),
             "{} {} is {}",
             r["key"],
             r["metric"],
@@ -181,7 +182,7 @@ fn a_deliberately_worse_model_is_reported_as_regressed_with_exit_code_4() {
     assert_eq!(out.status.code(), Some(4));
     for r in c["rows"].as_array().unwrap() {
         assert!(
-            r["status"] != "identical" && r["status"] != "within_noise",
+            !["identical", "within_noise", "not_judged"].contains(&r["status"].as_str().unwrap()),
             "{r}"
         );
     }

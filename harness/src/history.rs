@@ -1,22 +1,22 @@
 //! `dlm-bench history RUNS_DIR`: every headline metric of every cell over the runs found under
 //! `RUNS_DIR` (sorted by the manifests' start times), as inline-SVG sparklines, marking where a
-//! change happened: a point outside the previous run's 95% CI (TER, SER), a relative change
-//! beyond a floor (NFE 0.5%, tokens/s 10%), and vertical markers where the commit or a
-//! plugin version changed.
+//! change happened, with vertical markers where the commit or a plugin version changed.
+//!
+//! History has no rule of its own for what a change is: each run is compared with its base —
+//! the latest earlier finished run of the same suite, the run `nightly` compares it with — by
+//! `compare` itself ([`compare::compare`], default options, as `nightly` calls it), and its
+//! changes are exactly that comparison's changed rows. So `history` and `compare` agree by
+//! construction, timing noise and untrusted timings included.
 
-use crate::metrics::{self, CellSummary};
+use crate::compare::{self, Comparison, Row, RunData, Status, TimingSummary};
+use crate::metrics::CellSummary;
 use crate::registry;
 use crate::report::{self, fmt_num, svg};
-use crate::results::{read_jsonl, write_atomic, Manifest, RunDir, SUMMARY};
+use crate::results::{write_atomic, Manifest, RunDir};
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-
-/// Relative change of a metric without a CI (NFE) that counts as a change.
-const NFE_FLOOR: f64 = 0.005;
-/// Relative change of tokens/s that counts as a change (timing noise floor).
-const TPS_FLOOR: f64 = 0.10;
 /// Colour of the commit-change marker.
 const COMMIT_COLOR: &str = "#4e79a7";
 /// Colour of the plugin-version-change marker.
@@ -38,6 +38,14 @@ pub struct HistoryRun {
     pub commit_changed: bool,
     /// Plugins whose version differs from the previous run's (`name a → b`).
     pub plugin_changes: Vec<String>,
+    /// The run this one is compared with (index into `runs`): the latest earlier finished run
+    /// of the same suite. `None`: the first of its suite.
+    pub base: Option<usize>,
+    /// Changed rows of that comparison, and how many of them gate.
+    pub changes: usize,
+    pub regressions: usize,
+    /// That comparison's timing line (judged or not, and the noise in one line).
+    pub timing: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -76,15 +84,22 @@ pub struct TaskHistory {
     pub cells: Vec<CellHistory>,
 }
 
+/// One changed row of a run's comparison with its base.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangeEvent {
     pub run: usize,
+    /// The run it was compared with.
+    pub base: usize,
     pub started_at: String,
     pub key: String,
+    /// A metric, or `cell` for a cell-level event (new failure, fixed, added, removed…).
     pub metric: String,
+    pub status: Status,
+    pub status_label: &'static str,
     pub from: Option<f64>,
     pub to: Option<f64>,
     pub digits: usize,
+    /// The status and the comparison's note.
     pub reason: String,
 }
 
@@ -127,17 +142,35 @@ pub fn find_runs(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn load_summary(dir: &Path) -> Result<Vec<CellSummary>> {
-    let path = dir.join(SUMMARY);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        if let Ok(s) = serde_json::from_str::<Vec<CellSummary>>(&text) {
-            return Ok(s);
+/// A run as history keeps it: its manifest and summary rows, and its comparison with its base.
+struct LoadedRun {
+    dir: PathBuf,
+    manifest: Manifest,
+    summary: Vec<CellSummary>,
+    compared: Option<Compared>,
+}
+
+/// What history keeps of a run's comparison with its base.
+struct Compared {
+    base: usize,
+    changes: Vec<Row>,
+    regressions: usize,
+    timing: TimingSummary,
+}
+
+impl Compared {
+    fn of(base: usize, c: Comparison) -> Self {
+        Compared {
+            base,
+            regressions: c.regressions,
+            timing: c.timing,
+            changes: c
+                .rows
+                .into_iter()
+                .filter(|r| r.status.is_change())
+                .collect(),
         }
     }
-    // No (readable) summary: recompute it from the samples without rewriting anything.
-    let (cells, _) = read_jsonl(&dir.join(crate::results::CELLS))?;
-    let (samples, _) = read_jsonl(&dir.join(crate::results::SAMPLES))?;
-    Ok(metrics::summarize(&cells, &samples))
 }
 
 /// Build the history of the runs under `root`.
@@ -149,38 +182,27 @@ pub fn build(root: &Path) -> Result<History> {
     // unigram entropy, are not followed), task-declared ones included.
     let all_rows: Vec<CellSummary> = loaded
         .iter()
-        .flat_map(|(_, _, s)| s.iter().cloned())
+        .flat_map(|r| r.summary.iter().cloned())
         .collect();
     let defs: Vec<registry::MetricDef> = registry::for_summaries(&all_rows)
         .into_iter()
         .filter(|d| d.better != registry::Better::Neither)
         .collect();
+    let changes = change_events(&loaded);
     let mut tasks: Vec<TaskHistory> = Vec::new();
-    let mut changes: Vec<ChangeEvent> = Vec::new();
     for (key, task, label) in cell_keys(&loaded) {
         let cells: Vec<Option<&CellSummary>> = loaded
             .iter()
-            .map(|(_, _, s)| s.iter().find(|c| c.key == key))
+            .map(|r| r.summary.iter().find(|c| c.key == key))
             .collect();
         let mut metrics_out = Vec::new();
         for (mi, def) in defs.iter().enumerate() {
             let mut points = metric_points(def, &cells);
-            for (i, reason) in detect_changes(def, &points) {
-                changes.push(ChangeEvent {
-                    run: i,
-                    started_at: runs[i].started_at.clone(),
-                    key: key.clone(),
-                    metric: def.label.clone(),
-                    from: points[..i]
-                        .iter()
-                        .rev()
-                        .find(|p| p.value.is_some() || p.failed)
-                        .and_then(|p| p.value),
-                    to: points[i].value,
-                    digits: def.digits,
-                    reason: reason.clone(),
-                });
-                points[i].change = Some(reason);
+            for e in changes
+                .iter()
+                .filter(|e| e.key == key && (e.metric == def.label || e.metric == "cell"))
+            {
+                points[e.run].change = Some(e.reason.clone());
             }
             let color = SPARK_COLORS[mi % SPARK_COLORS.len()];
             metrics_out.push(metric_series(def, points, &runs, &markers, color));
@@ -199,9 +221,8 @@ pub fn build(root: &Path) -> Result<History> {
             }),
         }
     }
-    changes.sort_by(|a, b| b.run.cmp(&a.run).then_with(|| a.key.cmp(&b.key)));
     Ok(History {
-        format: "dlm-bench history 1",
+        format: "dlm-bench history 2",
         runs_dir: root.to_owned(),
         runs,
         tasks,
@@ -210,24 +231,78 @@ pub fn build(root: &Path) -> Result<History> {
     })
 }
 
-/// A run directory with its manifest and summary rows.
-type LoadedRun = (PathBuf, Manifest, Vec<CellSummary>);
+/// Every changed row of every run's comparison with its base, newest run first.
+fn change_events(loaded: &[LoadedRun]) -> Vec<ChangeEvent> {
+    let mut out = Vec::new();
+    for (run, r) in loaded.iter().enumerate() {
+        let Some(c) = &r.compared else { continue };
+        for row in &c.changes {
+            out.push(ChangeEvent {
+                run,
+                base: c.base,
+                started_at: r.manifest.started_at.clone(),
+                key: row.key.clone(),
+                metric: row.metric.clone(),
+                status: row.status,
+                status_label: row.status_label,
+                from: row.base,
+                to: row.new,
+                digits: row.digits,
+                reason: match &row.note {
+                    Some(n) => format!("{}: {n}", row.status_label),
+                    None => row.status_label.to_string(),
+                },
+            });
+        }
+    }
+    out.sort_by_key(|e| std::cmp::Reverse(e.run));
+    out
+}
 
-/// Every readable run under `root`, oldest first, and the directories that could not be read.
+/// Every readable run under `root`, oldest first, each compared with its base; and the
+/// directories that could not be read. Runs are read one at a time and only the latest
+/// finished run of each suite is kept whole (samples and all), as the next run's base.
 fn load_runs(root: &Path) -> Result<(Vec<LoadedRun>, Vec<String>)> {
-    let mut loaded: Vec<LoadedRun> = Vec::new();
+    let mut found: Vec<(PathBuf, Manifest)> = Vec::new();
     let mut skipped = Vec::new();
     for dir in find_runs(root) {
-        let manifest = match RunDir::open_read_only(&dir).and_then(|d| d.read_manifest()) {
-            Ok(m) => m,
+        match RunDir::open_read_only(&dir).and_then(|d| d.read_manifest()) {
+            Ok(m) => found.push((dir, m)),
+            Err(e) => skipped.push(format!("{}: {e:#}", dir.display())),
+        }
+    }
+    found.sort_by(|a, b| {
+        a.1.started_at
+            .cmp(&b.1.started_at)
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    let mut loaded: Vec<LoadedRun> = Vec::new();
+    // Per suite: the latest finished run (its index in `loaded`, and its data).
+    let mut bases: HashMap<String, (usize, RunData)> = HashMap::new();
+    for (dir, manifest) in found {
+        let data = match compare::load_run(&dir) {
+            Ok(d) => d,
             Err(e) => {
                 skipped.push(format!("{}: {e:#}", dir.display()));
                 continue;
             }
         };
-        match load_summary(&dir) {
-            Ok(s) => loaded.push((dir, manifest, s)),
-            Err(e) => skipped.push(format!("{}: {e:#}", dir.display())),
+        let compared = bases.get(&manifest.suite_name).map(|(i, base)| {
+            Compared::of(
+                *i,
+                compare::compare(base, &data, &compare::Options::default()),
+            )
+        });
+        let index = loaded.len();
+        loaded.push(LoadedRun {
+            dir,
+            summary: data.summary.clone(),
+            compared,
+            manifest: manifest.clone(),
+        });
+        // The same rule as `nightly::latest_run`: only a finished run is a base.
+        if manifest.finished_at.is_some() {
+            bases.insert(manifest.suite_name.clone(), (index, data));
         }
     }
     if loaded.is_empty() {
@@ -236,19 +311,16 @@ fn load_runs(root: &Path) -> Result<(Vec<LoadedRun>, Vec<String>)> {
             root.display()
         );
     }
-    loaded.sort_by(|a, b| {
-        a.1.started_at
-            .cmp(&b.1.started_at)
-            .then_with(|| a.0.cmp(&b.0))
-    });
     Ok((loaded, skipped))
 }
 
-/// The runs' identities, with what changed since the previous run (commit, plugin versions).
+/// The runs' identities, with what changed since the previous run (commit, plugin versions)
+/// and what their comparison with their base found.
 fn history_runs(loaded: &[LoadedRun]) -> Vec<HistoryRun> {
     let mut runs = Vec::new();
-    for (i, (dir, m, s)) in loaded.iter().enumerate() {
-        let prev = i.checked_sub(1).map(|j| &loaded[j].1);
+    for (i, r) in loaded.iter().enumerate() {
+        let (dir, m, s) = (&r.dir, &r.manifest, &r.summary);
+        let prev = i.checked_sub(1).map(|j| &loaded[j].manifest);
         let plugin_changes = prev
             .map(|p| {
                 m.plugins
@@ -275,6 +347,10 @@ fn history_runs(loaded: &[LoadedRun]) -> Vec<HistoryRun> {
                 .count(),
             commit_changed: prev.is_some_and(|p| p.git_commit != m.git_commit),
             plugin_changes,
+            base: r.compared.as_ref().map(|c| c.base),
+            changes: r.compared.as_ref().map_or(0, |c| c.changes.len()),
+            regressions: r.compared.as_ref().map_or(0, |c| c.regressions),
+            timing: r.compared.as_ref().map(|c| c.timing.line.clone()),
         });
     }
     runs
@@ -299,8 +375,8 @@ fn change_markers(runs: &[HistoryRun]) -> Vec<(usize, &'static str)> {
 /// Cell keys in order of first appearance, with their task and a label.
 fn cell_keys(loaded: &[LoadedRun]) -> Vec<(String, String, String)> {
     let mut keys: Vec<(String, String, String)> = Vec::new();
-    for (_, _, s) in loaded {
-        for c in s {
+    for r in loaded {
+        for c in &r.summary {
             if !keys.iter().any(|k| k.0 == c.key) {
                 let label = format!(
                     "{} · {}{}",
@@ -349,58 +425,6 @@ fn metric_points(def: &registry::MetricDef, cells: &[Option<&CellSummary>]) -> V
         });
     }
     points
-}
-
-/// Changes against the previous run that has this cell: `(run, reason)`.
-fn detect_changes(def: &registry::MetricDef, points: &[Point]) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut prev: Option<usize> = None;
-    for (i, b) in points.iter().enumerate() {
-        if b.value.is_none() && !b.failed {
-            continue;
-        }
-        if let Some(reason) = prev.and_then(|j| change_reason(def, &points[j], b)) {
-            out.push((i, reason));
-        }
-        prev = Some(i);
-    }
-    out
-}
-
-/// Why `b` differs from the earlier point `a`, if it does.
-fn change_reason(def: &registry::MetricDef, a: &Point, b: &Point) -> Option<String> {
-    let (metric, digits) = (&def.label, def.digits);
-    let timing = def.aggregate == registry::Aggregate::Timing;
-    match (a.value, b.value) {
-        _ if b.failed && !a.failed => Some("the cell failed".to_string()),
-        _ if a.failed && !b.failed => Some("the cell finished again".to_string()),
-        (Some(x), Some(y)) if x.is_infinite() != y.is_infinite() => Some(
-            if y.is_infinite() {
-                "became infinite"
-            } else {
-                "became finite"
-            }
-            .to_string(),
-        ),
-        (Some(x), Some(y)) if x.is_finite() && y.is_finite() => match a.ci {
-            Some((lo, hi)) if y < lo || y > hi => Some(format!(
-                "outside the previous run's 95% CI [{}, {}]",
-                fmt_num(Some(lo), digits),
-                fmt_num(Some(hi), digits)
-            )),
-            Some(_) => None,
-            None if timing && x > 0.0 && (y / x - 1.0).abs() > TPS_FLOOR => Some(format!(
-                "{:+.0}% {metric} (beyond the ±{:.0}% noise floor)",
-                100.0 * (y / x - 1.0),
-                TPS_FLOOR * 100.0
-            )),
-            None if !timing && x > 0.0 && (y / x - 1.0).abs() > NFE_FLOOR => {
-                Some(format!("{:+.1}% {metric}", 100.0 * (y / x - 1.0)))
-            }
-            None => None,
-        },
-        _ => None,
-    }
 }
 
 /// One metric's row of a cell: its points, sparkline and last value.

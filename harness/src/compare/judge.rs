@@ -1,6 +1,8 @@
 //! The status of a row: quality metrics by the CI of the delta and a practical floor, timings
 //! by asv's rule (ratio of medians past a threshold and a Mann–Whitney test), confirmed on the
-//! CPU clock for CPU work.
+//! CPU clock for CPU work. A timing is regressed, improved, within noise or not judged: a
+//! difference that is large but not significant is noise too (the summary line gives the
+//! largest), since on a shared machine such differences are the rule, not a signal.
 
 use super::{Better, Row, Status};
 use super::{LARGE_ABS_RATE_CHANGE, LARGE_REL_CHANGE};
@@ -8,11 +10,11 @@ use crate::results::CellRecord;
 use crate::stats::{self, bootstrap_ci, Resample};
 
 /// A wall-clock regression or improvement of CPU work stands only when the CPU clock finds the
-/// same; otherwise it is the machine (other processes on the cores), not the code: it is shown
-/// as a large change, never gated, and the tokens/CPU-s row decides.
+/// same; otherwise it is the machine (other processes on the cores), not the code: it is noise,
+/// never gated, and the tokens/CPU-s row decides.
 pub(super) fn confirm_with_cpu(wall: &mut Row, cpu: &Row) {
     if matches!(wall.status, Status::Regressed | Status::Improved) && cpu.status != wall.status {
-        wall.status = Status::ChangedNotSignificant;
+        wall.status = Status::WithinNoise;
         wall.status_label = wall.status.label();
         wall.note = Some(format!(
             "{}; the CPU time per token does not confirm it ({}): the machine was busier or quieter, not the code slower — the tokens/CPU-s row decides",
@@ -48,14 +50,14 @@ pub(super) const TIMING_ALPHA: f64 = 0.01;
 /// Judge a throughput row from the per-batch throughputs of both runs (warm-up excluded): the
 /// ratio of medians must pass a threshold — the larger of the noise floor and each run's own
 /// spread (interquartile range over median) — *and* the Mann–Whitney test must find the batches
-/// different at 1%. Fewer than [`MIN_TIMED_BATCHES`] timed batches on a side cannot be judged
-/// (never gates). Identical timings across reruns are not expected, so nothing here says
-/// "identical".
+/// different at 1%; anything else is within noise. Fewer than [`MIN_TIMED_BATCHES`] timed
+/// batches on a side cannot be judged (never gates). Identical timings across reruns are not
+/// expected, so nothing here says "identical".
 pub(super) fn judge_timing(row: &mut Row, base: &[f64], new: &[f64], floor: f64, seed: u64) {
     let (Some((bm, bq1, bq3)), Some((nm, nq1, nq3))) =
         (stats::quartiles(base), stats::quartiles(new))
     else {
-        row.status = Status::WithinNoise;
+        row.status = Status::NotJudged;
         row.status_label = row.status.label();
         row.note = Some("no timed batch on a side".into());
         return;
@@ -89,11 +91,7 @@ pub(super) fn judge_timing(row: &mut Row, base: &[f64], new: &[f64], floor: f64,
         row.ci = row.rel_ci.map(|(lo, hi)| (lo * bm, hi * bm));
     }
     if base.len() < MIN_TIMED_BATCHES || new.len() < MIN_TIMED_BATCHES {
-        row.status = if rel.abs() > threshold {
-            Status::ChangedNotSignificant
-        } else {
-            Status::WithinNoise
-        };
+        row.status = Status::NotJudged;
         row.note = Some(format!(
             "fewer than {MIN_TIMED_BATCHES} timed batches on a side ({} vs {}): timing not judged; raise samples or lower batch_size for a timing you can gate on",
             base.len(),
@@ -106,12 +104,14 @@ pub(super) fn judge_timing(row: &mut Row, base: &[f64], new: &[f64], floor: f64,
             Status::Regressed
         } else if rel > threshold && significant {
             Status::Improved
-        } else if rel.abs() > threshold {
-            Status::ChangedNotSignificant
         } else {
             Status::WithinNoise
         };
-        row.note = Some(format!("Mann–Whitney p = {p:.3}"));
+        row.note = Some(if rel.abs() > threshold && !significant {
+            format!("beyond the threshold but not significant (Mann–Whitney p = {p:.3}): noise")
+        } else {
+            format!("Mann–Whitney p = {p:.3}")
+        });
     }
     row.status_label = row.status.label();
 }

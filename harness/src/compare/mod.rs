@@ -8,10 +8,14 @@
 //!   is the same: sample `i` of both runs came from the same random stream, so the per-sample
 //!   differences are resampled together (paired bootstrap over sequences). Identical samples give
 //!   a delta of exactly 0 ("identical": the same samples, so no noise to speak of).
-//! * Timing (tokens/s) is never paired and never "identical". Each batch of a cell is a repeated
-//!   measurement of the same work (the first, a warm-up, is not timed); asv's rule judges it: the
-//!   ratio of median batch throughputs must pass a threshold (the noise floor or the runs' own
-//!   spread, whichever is larger) *and* a Mann–Whitney test must find the batches different.
+//! * Timing (tokens/s) is never paired and never "identical". It is judged only when both runs
+//!   timed their cells alone (`timing.rs`: one cell at a time on a machine with a core to spare,
+//!   as the manifests' sessions record); otherwise every timing row is "not judged" and one line
+//!   says why. Each batch of a cell is a repeated measurement of the same work (the first, a
+//!   warm-up, is not timed); asv's rule judges it: the ratio of median batch throughputs must
+//!   pass a threshold (the noise floor or the runs' own spread, whichever is larger) *and* a
+//!   Mann–Whitney test must find the batches different. Anything less is noise, summed up in
+//!   one line ([`TimingSummary`]) rather than listed as changes.
 //! * A cell whose task or model plugin version changed is "not comparable" (asv's `x`).
 //!
 //! The exit code is [`EXIT_REGRESSION`] when any row regressed or newly failed.
@@ -29,10 +33,12 @@ mod judge;
 mod render;
 #[cfg(test)]
 mod tests;
+mod timing;
 
 use cell::CellPair;
 pub use judge::MIN_TIMED_BATCHES;
 use judge::TIMING_ALPHA;
+pub use timing::TimingSummary;
 
 /// Exit code of `compare` when something regressed (or a cell newly failed).
 pub const EXIT_REGRESSION: u8 = 4;
@@ -64,6 +70,9 @@ pub enum Status {
     Changed,
     Added,
     WithinNoise,
+    /// A timing that was not judged: the runs did not time their cells alone, or too few
+    /// batches were timed. Shown, never a change.
+    NotJudged,
     Identical,
 }
 
@@ -81,6 +90,7 @@ impl Status {
             Status::Changed => "changed",
             Status::Added => "added",
             Status::WithinNoise => "within noise",
+            Status::NotJudged => "not judged",
             Status::Identical => "identical",
         }
     }
@@ -88,9 +98,12 @@ impl Status {
         matches!(self, Status::Regressed | Status::NewFailure)
     }
     pub fn is_change(self) -> bool {
-        !matches!(self, Status::WithinNoise | Status::Identical)
+        !matches!(
+            self,
+            Status::WithinNoise | Status::NotJudged | Status::Identical
+        )
     }
-    pub const ALL: [Status; 12] = [
+    pub const ALL: [Status; 13] = [
         Status::NewFailure,
         Status::Regressed,
         Status::NotComparable,
@@ -102,6 +115,7 @@ impl Status {
         Status::Changed,
         Status::Added,
         Status::WithinNoise,
+        Status::NotJudged,
         Status::Identical,
     ];
 }
@@ -172,6 +186,8 @@ pub struct RunSide {
     pub identity: serde_json::Value,
     pub cells: usize,
     pub failed: usize,
+    /// How its cells were timed (`--jobs`, CPU, load), or `None` for runs that did not record it.
+    pub timing: Option<String>,
 }
 
 /// A whole comparison (also the JSON twin).
@@ -186,6 +202,8 @@ pub struct Comparison {
     pub notes: Vec<String>,
     pub counts: BTreeMap<&'static str, usize>,
     pub regressions: usize,
+    /// The timing rows in one line: judged or not, and how many were noise.
+    pub timing: TimingSummary,
     pub only_changed: bool,
     pub rules: Rules,
     /// Sorted by severity.
@@ -247,6 +265,7 @@ fn side(r: &RunData) -> RunSide {
             .iter()
             .filter(|c| c.status == CellStatus::Failed)
             .count(),
+        timing: crate::results::timing_line(&r.manifest.sessions),
     }
 }
 
@@ -254,6 +273,11 @@ fn side(r: &RunData) -> RunSide {
 pub fn compare(base: &RunData, new: &RunData, opts: &Options) -> Comparison {
     let (banners, notes) = manifest_notes(&base.manifest, &new.manifest);
     let mut rows = cell_rows(base, new, opts);
+    let timing_problems = timing::trust_problems(&base.manifest, &new.manifest);
+    if !timing_problems.is_empty() {
+        timing::withhold_judgement(&mut rows);
+    }
+    let timing = TimingSummary::of(&rows, timing_problems);
     rows.sort_by(|a, b| {
         a.status.cmp(&b.status).then_with(|| {
             let sa = a.rel.map(f64::abs).unwrap_or(0.0);
@@ -273,13 +297,14 @@ pub fn compare(base: &RunData, new: &RunData, opts: &Options) -> Comparison {
         rows.retain(|r| r.status.is_change());
     }
     Comparison {
-        format: "dlm-bench compare 1",
+        format: "dlm-bench compare 2",
         base: side(base),
         new: side(new),
         banners,
         notes,
         counts,
         regressions,
+        timing,
         only_changed: opts.only_changed,
         rules: rules(opts),
         rows,
@@ -434,7 +459,8 @@ fn rules(opts: &Options) -> Rules {
                 "TER, SER, NFE and unigram entropy: 95% CI of new − base by bootstrap over sequences, paired per sample (same unit and sample index) when the cell's unit is unchanged, unpaired otherwise.".into(),
                 format!("Regressed / improved: the CI excludes 0 on the worse / better side and the change is at least {:.1}% (SER: {} absolute). Identical samples: identical (never \"within noise\").", MIN_REL_CHANGE * 100.0, MIN_ABS_RATE_CHANGE),
                 format!("A change of more than {:.0}% (SER: 0.05) whose CI includes 0 is '~ large, not significant'; it does not gate.", LARGE_REL_CHANGE * 100.0),
-                format!("tokens/s: each batch of a cell is one repeated measurement (the first is a warm-up and not timed). Regressed / improved only when the ratio of median batch throughputs is beyond the threshold — the larger of the noise floor (±{:.0}%) and either run's own spread (IQR / median) — and a Mann–Whitney U test finds the batches different at {:.0}%. Cells with fewer than {} timed batches on a side are not judged.", opts.timing_noise * 100.0, TIMING_ALPHA * 100.0, MIN_TIMED_BATCHES),
+                "Timings (tokens/s, tokens/CPU-s) are judged only when both runs timed their cells alone: every session of the run (manifest.json's sessions) ran one cell at a time, with a 1-minute load of at most cores − 1 when it started and at most cores when it ended, and both runs on the same CPU model. Otherwise every timing row is 'not judged', one line says why, and nothing about timing gates.".into(),
+                format!("tokens/s: each batch of a cell is one repeated measurement (the first is a warm-up and not timed). Regressed / improved only when the ratio of median batch throughputs is beyond the threshold — the larger of the noise floor (±{:.0}%) and either run's own spread (IQR / median) — and a Mann–Whitney U test finds the batches different at {:.0}%; any other difference is within noise, counted in one line rather than listed. Cells with fewer than {} timed batches on a side are not judged.", opts.timing_noise * 100.0, TIMING_ALPHA * 100.0, MIN_TIMED_BATCHES),
                 "Not comparable: the cell's task or model plugin version differs (figures shown, never gated). Exit code 4 when any row is regressed or a new failure.".into(),
             ],
         }

@@ -93,6 +93,8 @@ impl Comparison {
             .map(|(k, v)| format!("{v} {k}"))
             .collect();
         s.push_str(&format!("rows: {}\n", counts.join(", ")));
+        // Timing noise is one line, never one row each.
+        s.push_str(&format!("timing: {}\n", self.timing.line));
         for r in self.rows.iter().filter(|r| r.status.is_change()) {
             if r.metric == "cell" {
                 s.push_str(&format!(
