@@ -403,6 +403,107 @@ fn malformed_corpus_fails_the_cli_cleanly() {
     }
 }
 
+/// `lengths` keeps one meaning per task (issue 32, item 8): a text model with
+/// `generation_length` (which its plugin declares as replacing the suite's `lengths`) beside
+/// one of the same task without it, or beside several lengths, is refused before any cell —
+/// by `plan` as by `run` — at the key, saying which key wins and what to change.
+#[test]
+fn lengths_and_generation_length_are_refused_when_they_would_mean_different_things() {
+    let fixtures = root().join("plugins/hf/tests/fixtures");
+    let suite_text = |lengths: &str, qwen2_extra: &str| {
+        format!(
+            "name: s
+samples: 2
+lengths: {lengths}
+reference: false
+tasks:
+  - {{name: gsm8k, plugin: dlm-reasoning, task: gsm8k, config: {{limit: 2}}}}
+models:
+  - name: llada
+    plugin: dlm-hf
+    model: checkpoint
+    config: {{path: {llada}, generation_length: 32}}
+    samplers: [low_confidence]
+  - name: qwen2
+    plugin: dlm-hf
+    model: ar-checkpoint
+    config: {{path: {qwen2}{qwen2_extra}}}
+    samplers: [ar]
+samplers:
+  - {{sampler: low_confidence, steps: [8], params: {{block_length: 32}}}}
+  - {{sampler: ar}}
+",
+            llada = fixtures.join("llada-tiny").display(),
+            qwen2 = fixtures.join("qwen2-tiny").display(),
+        )
+    };
+    let dir = scratch("suite-errors-lengths");
+    let suite = dir.join("s.yaml");
+    // Refused by `plan` and by `run` at the first `key` in the suite; `run`'s message.
+    let refused = |yaml: String, key: &str| -> String {
+        std::fs::write(&suite, &yaml).unwrap();
+        let (row, line) = yaml
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(key))
+            .unwrap();
+        let at = format!(
+            "s.yaml:{}:{}: ",
+            row + 1,
+            line.find("generation_length").unwrap() + 1
+        );
+        let out_dir = dir.join("run");
+        let plan = run(&["plan", suite.to_str().unwrap()]);
+        let full = run(&[
+            "run",
+            suite.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        for out in [&plan, &full] {
+            assert_eq!(out.status.code(), Some(1), "{}", text(out));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(&at), "expected {at} in:\n{err}");
+        }
+        assert!(!out_dir.exists(), "no run directory for a refused suite");
+        String::from_utf8_lossy(&full.stderr).to_string()
+    };
+
+    // The AR model has no completion region: `lengths` is its whole sequence.
+    let err = refused(suite_text("[64]", ""), "generation_length: 32");
+    assert!(
+        err.contains(
+            "model `llada` sets `generation_length: 32`, which replaces the suite's `lengths`"
+        ) && err.contains(
+            "model `qwen2` (line 15), which also runs task `gsm8k`, has no `generation_length`"
+        ) && err.contains("give `qwen2` `generation_length: 32` too"),
+        "{err}"
+    );
+    // Another completion region for the AR model.
+    let err = refused(
+        suite_text("[64]", ", generation_length: 48"),
+        "generation_length: 48",
+    );
+    assert!(
+        err.contains("model `qwen2` sets `generation_length: 48`, but model `llada` (line 11), which also runs task `gsm8k`, sets `generation_length: 32`")
+            && err.contains("give both models the same value"),
+        "{err}"
+    );
+    // One region for both, but two lengths: the cells would repeat each other.
+    let err = refused(
+        suite_text("[64, 128]", ", generation_length: 32"),
+        "generation_length: 32",
+    );
+    assert!(
+        err.contains("its cells at each length would be the same generations"),
+        "{err}"
+    );
+    // One region for both and one length: planned.
+    std::fs::write(&suite, suite_text("[64]", ", generation_length: 32")).unwrap();
+    let out = run(&["plan", suite.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 mod fuzz {
     use super::*;
     use proptest::prelude::*;

@@ -4,10 +4,9 @@
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use dlm_bench::filter::RunFilters;
-use dlm_bench::plugins::{self, Workspace};
+use dlm_bench::plugins;
 use dlm_bench::results::RunDir;
 use dlm_bench::run::{run, RunOptions};
-use dlm_bench::suite::PluginRef;
 use dlm_bench::{compare, export, history, report, training, worker};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,6 +83,10 @@ struct RunArgs {
     /// Run directory to create (default: reports/<suite>-<timestamp>).
     #[arg(long, conflicts_with = "resume")]
     out: Option<PathBuf>,
+    /// Folder of prebuilt plugin libraries, searched before the binary's own folder and
+    /// before building with cargo (default: $DLM_BENCH_PLUGIN_DIR).
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
     /// Continue a killed or partly failed run in this directory; finished cells are kept.
     #[arg(long)]
     resume: Option<PathBuf>,
@@ -146,6 +149,10 @@ struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
+    /// Folder of prebuilt plugin libraries, searched before the binary's own folder and
+    /// before building with cargo (default: $DLM_BENCH_PLUGIN_DIR).
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -163,6 +170,9 @@ struct NightlyArgs {
     /// As for `run`.
     #[arg(long)]
     plugin_profile: Option<String>,
+    /// As for `run`.
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -220,6 +230,10 @@ struct TrainArgs {
     /// Checkpoint cache (default: $DLM_BENCH_CHECKPOINTS or reports/checkpoints).
     #[arg(long)]
     checkpoints: Option<PathBuf>,
+    /// Folder of prebuilt plugin libraries, searched before the binary's own folder and
+    /// before building with cargo (default: $DLM_BENCH_PLUGIN_DIR).
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -233,6 +247,10 @@ struct ListArgs {
     /// `[package.metadata.dlm-bench]`), which misbehave on purpose.
     #[arg(long)]
     all: bool,
+    /// Folder of prebuilt plugin libraries, searched before the binary's own folder and
+    /// before building with cargo (default: $DLM_BENCH_PLUGIN_DIR).
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -242,6 +260,10 @@ struct DescribeArgs {
     /// Cargo profile for building a plugin crate (default: release, or $DLM_BENCH_PLUGIN_PROFILE).
     #[arg(long)]
     plugin_profile: Option<String>,
+    /// Folder of prebuilt plugin libraries, searched before the binary's own folder and
+    /// before building with cargo (default: $DLM_BENCH_PLUGIN_DIR).
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -282,7 +304,9 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("DLM_BENCH_LOG")
                 .unwrap_or_else(|_| "info".into()),
         )
-        .with_writer(std::io::stderr)
+        // Log lines lift the progress bars while they print; no colour codes in a log file.
+        .with_writer(dlm_bench::progress::LogWriter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
     let cli = match Cli::try_parse() {
@@ -344,6 +368,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         out,
         resume,
         plugin_profile,
+        plugin_dir,
         checkpoints,
         jobs,
         shard,
@@ -365,8 +390,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         out,
         resume,
         plugin_profile: plugin_profile.unwrap_or_else(plugins::default_profile),
+        plugin_dir,
         checkpoints: checkpoints.unwrap_or_else(training::default_cache_dir),
     })?;
+    // The results in the terminal, as lm-eval prints them (stdout: the run's output).
+    print!("{}", dlm_bench::terminal_table::render(&outcome.summary));
     println!(
         "run directory: {}\n  {} cells ran, {} failed; report: {}",
         outcome.dir.display(),
@@ -396,11 +424,12 @@ fn cmd_train(args: TrainArgs) -> Result<ExitCode> {
         suite,
         plugin_profile,
         checkpoints,
+        plugin_dir,
     } = args;
 
     let results = dlm_bench::run::train_only(
         &suite,
-        &plugin_profile.unwrap_or_else(plugins::default_profile),
+        &plugins::PluginSearch::new(plugin_profile, plugin_dir),
         &checkpoints.unwrap_or_else(training::default_cache_dir),
     )?;
     let mut failed = 0;
@@ -425,41 +454,18 @@ fn cmd_train(args: TrainArgs) -> Result<ExitCode> {
     })
 }
 
-/// `list`: the workspace's plugin crates (fixtures only with `--all`) and any libraries named.
+/// `list`: the plugins found prebuilt (or the workspace's plugin crates, fixtures only with
+/// `--all`) and any libraries named.
 fn cmd_list(args: ListArgs) -> Result<ExitCode> {
     let ListArgs {
         libraries,
         plugin_profile,
         all,
+        plugin_dir,
     } = args;
 
-    let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
-    // A library that is not there fails now, not after the workspace is built.
-    for l in &libraries {
-        plugins::check_library_file(l)?;
-    }
-    let ws = Workspace::find(&std::env::current_dir()?)?;
-    let shown: Vec<String> = ws
-        .plugin_crates
-        .iter()
-        .filter(|c| all || !ws.is_fixture(c))
-        .cloned()
-        .collect();
-    ws.build(&shown, &profile)?;
-    // Every plugin is tried; any that cannot be described fails the command at the end.
-    let mut bad = 0;
-    let crates = shown
-        .iter()
-        .map(|c| (ws.library_path(c, &profile), ws.is_fixture(c)));
-    for (library, fixture) in crates.chain(libraries.iter().map(|l| (l.clone(), false))) {
-        if let Err(e) = plugins::print_descriptor(&library, fixture) {
-            eprintln!("error: {e:#}");
-            bad += 1;
-        }
-    }
-    if bad > 0 {
-        anyhow::bail!("{bad} plugin(s) cannot be described (above)");
-    }
+    let search = plugins::PluginSearch::new(plugin_profile, plugin_dir);
+    plugins::list(&search, &libraries, all)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -468,29 +474,11 @@ fn cmd_describe(args: DescribeArgs) -> Result<ExitCode> {
     let DescribeArgs {
         plugin,
         plugin_profile,
+        plugin_dir,
     } = args;
 
-    let profile = plugin_profile.unwrap_or_else(plugins::default_profile);
-    let (library, fixture) = match PluginRef::parse(&plugin, &std::env::current_dir()?) {
-        PluginRef::Path(p) => (p, false),
-        // An existing file is a library, whatever its name looks like.
-        PluginRef::Crate(name) if std::path::Path::new(&name).is_file() => (name.into(), false),
-        PluginRef::Crate(name) => {
-            let ws = Workspace::find(&std::env::current_dir()?)?;
-            if !ws.plugin_crates.contains(&name) {
-                anyhow::bail!(
-                    "no plugin crate `{name}` in the workspace{}",
-                    dlm_bench::suite::did_you_mean(
-                        &name,
-                        ws.plugin_crates.iter().map(String::as_str)
-                    )
-                );
-            }
-            ws.build(std::slice::from_ref(&name), &profile)?;
-            (ws.library_path(&name, &profile), ws.is_fixture(&name))
-        }
-    };
-    plugins::print_descriptor(&library, fixture)?;
+    let search = plugins::PluginSearch::new(plugin_profile, plugin_dir);
+    plugins::describe_named(&plugin, &search)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -498,6 +486,7 @@ fn cmd_describe(args: DescribeArgs) -> Result<ExitCode> {
 fn cmd_report(run_dir: &std::path::Path) -> Result<ExitCode> {
     let dir = RunDir::open(run_dir)?;
     let summary = report::write_all(&dir, None).context("cannot write the report")?;
+    print!("{}", dlm_bench::terminal_table::render(&summary));
     println!(
         "{} cells summarised; report: {} (twins: summary.json, report.json)",
         summary.len(),
@@ -585,6 +574,18 @@ fn cmd_history(args: HistoryArgs) -> Result<ExitCode> {
 /// `plan`: the suite's work units, their cost and (with `--shards`) their shards.
 fn cmd_plan(args: PlanArgs) -> Result<ExitCode> {
     let suite = dlm_bench::suite::Suite::load(&args.suite)?;
+    // The checks `run` makes before any cell (components, samplers, config keys, lengths),
+    // against the plugins as `run` would find or build them.
+    match plugins::missing_path_library(&suite) {
+        None => {
+            let search = plugins::PluginSearch::new(None, args.plugin_dir.clone());
+            dlm_bench::run::prepare(&args.suite, &search)?;
+        }
+        Some(missing) => eprintln!(
+            "note: plugin library {} does not exist yet, so the suite was not checked against its plugins (`run` will)",
+            missing.display()
+        ),
+    }
     let cells = suite.work_cells();
     let units = dlm_bench::shard::units(&cells);
     let shards = args.shards.map(|n| n as usize);
@@ -666,6 +667,7 @@ fn cmd_nightly(args: NightlyArgs) -> Result<ExitCode> {
         out: Some(out.clone()),
         resume: None,
         plugin_profile: args.plugin_profile.unwrap_or_else(plugins::default_profile),
+        plugin_dir: args.plugin_dir,
         checkpoints: args.checkpoints.unwrap_or_else(training::default_cache_dir),
         jobs: args.jobs.map(|j| j as usize),
         shard: None,

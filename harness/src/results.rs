@@ -45,6 +45,23 @@ pub struct ManifestPlugin {
     pub version: String,
     pub api_version: String,
     pub device: String,
+    /// How the run found the library: built by cargo, found prebuilt in a plugin folder, or
+    /// named by path (absent in runs written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<LibraryOrigin>,
+}
+
+/// How a run found a plugin's library ([`ManifestPlugin::origin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LibraryOrigin {
+    /// Built by `cargo build -p` in a source checkout (cargo decided what was stale).
+    Built,
+    /// Found prebuilt in a plugin folder (`--plugin-dir`, `$DLM_BENCH_PLUGIN_DIR`, or the
+    /// binary's own folder); cargo was not run for it.
+    Prebuilt,
+    /// Named by its path in the suite and used as given.
+    Path,
 }
 
 /// `manifest.json`.

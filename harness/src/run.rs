@@ -3,6 +3,7 @@
 //! summary and the report.
 
 use crate::plugins;
+use crate::progress::{cell_cost, short_cause, training_cost, Progress};
 use crate::report;
 use crate::results::{
     now_rfc3339, CellRecord, CellStatus, Manifest, ManifestPlugin, RunDir, RunSession, SampleRecord,
@@ -12,7 +13,7 @@ use crate::training;
 use crate::worker::{self, Job, Outcome};
 use anyhow::{Context, Result};
 use dlm_plugin_api::{ComponentKind, PluginDescriptor};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,6 +24,8 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     pub resume: Option<PathBuf>,
     pub plugin_profile: String,
+    /// `--plugin-dir`: prebuilt plugin libraries (else `$DLM_BENCH_PLUGIN_DIR`).
+    pub plugin_dir: Option<PathBuf>,
     /// The checkpoint cache for models with `train:`.
     pub checkpoints: PathBuf,
     /// Cells run at once, each in its own worker (`None`: [`default_jobs`]).
@@ -60,6 +63,8 @@ pub struct RunOutcome {
     pub ok: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// The run's summary rows (as `summary.json`), for the results table.
+    pub summary: Vec<crate::summary::CellSummary>,
 }
 
 fn command_output(program: &str, args: &[&str], dir: &Path) -> Option<String> {
@@ -171,21 +176,25 @@ pub(crate) fn check_components(suite: &Suite, descriptors: &Descriptors) -> Resu
             }
         }
     }
-    Ok(())
+    crate::suite::check_length_overrides(suite, |m| match descriptors.get(&m.plugin) {
+        Some(Ok(d)) => d.component(ComponentKind::Model, &m.component),
+        _ => None,
+    })
 }
 
 /// Load a suite, build and describe its plugins, and check it against them.
-pub(crate) fn prepare(
+pub fn prepare(
     suite_path: &Path,
-    plugin_profile: &str,
-) -> Result<(Suite, BTreeMap<PluginRef, PathBuf>, Descriptors)> {
+    search: &plugins::PluginSearch,
+) -> Result<(Suite, plugins::Libraries, Descriptors, plugins::Origins)> {
     let suite = Suite::load(suite_path)?;
-    let libraries = plugins::resolve(&suite, plugin_profile)?;
+    let (libraries, origins) = plugins::resolve(&suite, search)?;
     let scratch = tempfile_dir()?;
     let mut descriptors: Descriptors = BTreeMap::new();
     for (r, lib) in &libraries {
         let d = plugins::describe(lib, &scratch)?;
         if let Err(cause) = &d {
+            plugins::refuse_unloadable_prebuilt(r, lib, origins.get(r).copied(), cause)?;
             tracing::error!(
                 "plugin {r} ({}) cannot be loaded; its cells will fail: {cause}",
                 lib.display()
@@ -195,16 +204,92 @@ pub(crate) fn prepare(
     }
     let _ = std::fs::remove_dir_all(&scratch);
     check_components(&suite, &descriptors)?;
-    Ok((suite, libraries, descriptors))
+    Ok((suite, libraries, descriptors, origins))
 }
 
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
+    let started = Instant::now();
     // The load before this run builds, trains or samples anything: the machine's other work.
     let mut session = RunSession::begin(hostname());
     // Unknown filter names fail before any plugin is built.
     opts.filters.check(&Suite::load(&opts.suite)?)?;
-    let (mut suite, libraries, descriptors) = prepare(&opts.suite, &opts.plugin_profile)?;
+    let search =
+        plugins::PluginSearch::new(Some(opts.plugin_profile.clone()), opts.plugin_dir.clone());
+    let (mut suite, libraries, descriptors, origins) = prepare(&opts.suite, &search)?;
     opts.filters.apply_limit(&mut suite);
+    let cells = selected_cells(&suite, opts);
+    let plugins = manifest_plugins(&libraries, &descriptors, &origins);
+    let dir = match (&opts.resume, &opts.out) {
+        (Some(dir), _) => resume_dir(dir, opts, &suite, &plugins)?,
+        (None, out) => new_run_dir(out.as_deref(), &suite, plugins, cells.len())?,
+    };
+    record_filters(&dir, &opts.filters, opts.resume.is_some())?;
+    let todo = unfinished(&dir, &cells)?;
+
+    let jobs = opts
+        .jobs
+        .unwrap_or_else(|| default_jobs(&descriptors))
+        .clamp(1, todo.len().max(1));
+    (session.jobs, session.cells) = (jobs, todo.len());
+    // Recorded now, so that a run killed halfway still says how its cells were timed.
+    update_session(&dir, &session)?;
+    let units = training::units(todo.iter().copied());
+    let progress = Progress::new(
+        &todo.iter().map(|c| cell_cost(c)).collect::<Vec<_>>(),
+        &units
+            .iter()
+            .map(|u| training_cost(u.spec(), u.length))
+            .collect::<Vec<_>>(),
+    );
+    let trained = training::ensure_trained(
+        &units,
+        &libraries,
+        &descriptors,
+        &opts.checkpoints,
+        Some(&dir),
+        &progress,
+        suite.memory_limit,
+    )?;
+    if jobs > 1 {
+        tracing::info!("{jobs} cells at a time (--jobs); timings share the machine's cores");
+    }
+    let context = CellContext {
+        libraries: &libraries,
+        descriptors: &descriptors,
+        trained: &trained,
+        scratch: dir.path.join("work"),
+        memory_limit: suite.memory_limit,
+        progress: &progress,
+    };
+    let (ok, failed) = context.run_all(todo, jobs, &dir)?;
+    progress.clear();
+
+    session.finish();
+    update_session(&dir, &session)?;
+    let mut manifest = dir.read_manifest()?;
+    manifest.finished_at = Some(now_rfc3339());
+    dir.write_manifest(&manifest)?;
+    let summary = report::write_all(&dir, Some(&cells))?;
+    // Said here too, not only in the report: a verdict without its AR baseline is easy to miss.
+    for warning in report::baseline_warnings(&summary, &opts.filters) {
+        eprintln!("warning: {}", warning.message);
+    }
+    progress.finish(started.elapsed());
+    let failed_total = summary
+        .iter()
+        .filter(|s| s.status == CellStatus::Failed)
+        .count();
+    Ok(RunOutcome {
+        dir: dir.path.clone(),
+        ok,
+        failed: failed_total.max(failed),
+        skipped: cells.len() - ok - failed,
+        summary,
+    })
+}
+
+/// The cells this invocation is for: the suite's, or its shard's, less those the filters drop.
+fn selected_cells(suite: &Suite, opts: &RunOptions) -> Vec<CellSpec> {
     let cells = match opts.shard.or_else(crate::shard::Shard::from_slurm) {
         Some(shard) => {
             let all_cells = suite.work_cells();
@@ -220,17 +305,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         }
         None => suite.cells(),
     };
-    let cells: Vec<CellSpec> = cells
+    cells
         .into_iter()
         .filter(|c| opts.filters.keeps(c))
-        .collect();
-    let plugins = manifest_plugins(&libraries, &descriptors);
-    let dir = match (&opts.resume, &opts.out) {
-        (Some(dir), _) => resume_dir(dir, opts, &suite, &plugins)?,
-        (None, out) => new_run_dir(out.as_deref(), &suite, plugins, cells.len())?,
-    };
-    record_filters(&dir, &opts.filters, opts.resume.is_some())?;
+        .collect()
+}
 
+/// The cells the run directory holds no finished result of (a new run: all of them).
+fn unfinished<'a>(dir: &RunDir, cells: &'a [CellSpec]) -> Result<Vec<&'a CellSpec>> {
     let (previous, _) = dir.load_consistent()?;
     let done: HashSet<String> = previous
         .iter()
@@ -248,107 +330,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         cells.len() - todo.len(),
         todo.len()
     );
-
-    let jobs = opts
-        .jobs
-        .unwrap_or_else(|| default_jobs(&descriptors))
-        .clamp(1, todo.len().max(1));
-    (session.jobs, session.cells) = (jobs, todo.len());
-    // Recorded now, so that a run killed halfway still says how its cells were timed.
-    update_session(&dir, &session)?;
-    let (bars, cell_bar) = progress_bars(todo.len());
-    let trained = training::ensure_trained(
-        &training::units(todo.iter().copied()),
-        &libraries,
-        &descriptors,
-        &opts.checkpoints,
-        Some(&dir),
-        &bars,
-        suite.memory_limit,
-    )?;
-    if jobs > 1 {
-        tracing::info!("{jobs} cells at a time (--jobs); timings share the machine's cores");
-    }
-    let context = CellContext {
-        libraries: &libraries,
-        descriptors: &descriptors,
-        trained: &trained,
-        scratch: dir.path.join("work"),
-        memory_limit: suite.memory_limit,
-    };
-    let (mut ok, mut failed) = (0, 0);
-    // Workers take cells from one queue; only this thread writes the run directory, in the
-    // order cells finish (the summary is ordered by the suite, so results do not depend on it).
-    let queue = std::sync::Mutex::new(todo.into_iter());
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::channel::<Result<(CellRecord, Vec<SampleRecord>)>>();
-        for _ in 0..jobs {
-            let (tx, queue, stop, context) = (tx.clone(), &queue, &stop, &context);
-            let bar = bars.add(sample_bar());
-            scope.spawn(move || {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let Some(cell) = queue.lock().ok().and_then(|mut q| q.next()) else {
-                        break;
-                    };
-                    bar.set_message(cell.key());
-                    if tx.send(context.run_cell(cell, &bar)).is_err() {
-                        break;
-                    }
-                }
-                bar.finish_and_clear();
-            });
-        }
-        drop(tx);
-        for result in rx {
-            let recorded = result.and_then(|(record, samples)| {
-                if let Some(cause) = &record.cause {
-                    bars.suspend(|| tracing::error!("cell {} failed: {cause}", record.key));
-                }
-                match record.status {
-                    CellStatus::Ok => ok += 1,
-                    CellStatus::Failed => failed += 1,
-                }
-                dir.append_cell(&samples, &record)
-                    .with_context(|| format!("cannot record the results of cell {}", record.key))
-            });
-            if let Err(e) = recorded {
-                // Let the workers finish their cells and take no more.
-                stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                return Err(e);
-            }
-            cell_bar.inc(1);
-        }
-        Ok(())
-    })?;
-    cell_bar.finish_and_clear();
-
-    session.finish();
-    update_session(&dir, &session)?;
-    let mut manifest = dir.read_manifest()?;
-    manifest.finished_at = Some(now_rfc3339());
-    dir.write_manifest(&manifest)?;
-    let summary = report::write_all(&dir, Some(&cells))?;
-    // Said here too, not only in the report: a verdict without its AR baseline is easy to miss.
-    for warning in report::baseline_warnings(&summary, &opts.filters) {
-        eprintln!("warning: {}", warning.message);
-    }
-    let failed_total = summary
-        .iter()
-        .filter(|s| s.status == CellStatus::Failed)
-        .count();
-    Ok(RunOutcome {
-        dir: dir.path.clone(),
-        ok,
-        failed: failed_total.max(failed),
-        skipped: cells.len() - ok - failed,
-    })
+    Ok(todo)
 }
 
 /// The plugins the manifest records: every library whose descriptor could be read.
 fn manifest_plugins(
     libraries: &BTreeMap<PluginRef, PathBuf>,
     descriptors: &Descriptors,
+    origins: &plugins::Origins,
 ) -> Vec<ManifestPlugin> {
     libraries
         .iter()
@@ -360,6 +349,7 @@ fn manifest_plugins(
                 version: d.version.clone(),
                 api_version: d.api_version.clone(),
                 device: d.device.clone(),
+                origin: origins.get(r).copied(),
             }),
             _ => None,
         })
@@ -507,21 +497,6 @@ fn new_manifest(suite: &Suite, plugins: Vec<ManifestPlugin>, cells_total: usize)
     }
 }
 
-/// The progress display: cells done; each worker slot adds a bar of its cell's samples.
-fn progress_bars(cells: usize) -> (MultiProgress, ProgressBar) {
-    let bars = MultiProgress::new();
-    let cell_bar = bars.add(ProgressBar::new(cells as u64));
-    cell_bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>8} [{bar:30}] {pos}/{len} cells  {elapsed} elapsed, ETA {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    cell_bar.set_prefix("cells");
-    (bars, cell_bar)
-}
-
 /// One worker slot's bar: the samples of the cell it runs.
 fn sample_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
@@ -542,9 +517,70 @@ struct CellContext<'a> {
     trained: &'a BTreeMap<String, std::result::Result<training::TrainRecord, String>>,
     scratch: PathBuf,
     memory_limit: crate::suite::MemoryLimit,
+    progress: &'a Progress,
 }
 
 impl CellContext<'_> {
+    /// Run `todo` in `jobs` workers at once and record each cell as it finishes: the counts of
+    /// cells that finished and that failed.
+    fn run_all(&self, todo: Vec<&CellSpec>, jobs: usize, dir: &RunDir) -> Result<(usize, usize)> {
+        let (mut ok, mut failed) = (0, 0);
+        // Workers take cells from one queue; only this thread writes the run directory, in the
+        // order cells finish (the summary is ordered by the suite, so results do not depend on
+        // it).
+        let queue = std::sync::Mutex::new(todo.into_iter());
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| -> Result<()> {
+            let (tx, rx) = std::sync::mpsc::channel::<Result<(CellRecord, Vec<SampleRecord>)>>();
+            for _ in 0..jobs {
+                let (tx, queue, stop) = (tx.clone(), &queue, &stop);
+                let bar = self.progress.bars().add(sample_bar());
+                scope.spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let Some(cell) = queue.lock().ok().and_then(|mut q| q.next()) else {
+                            break;
+                        };
+                        bar.set_message(cell.key());
+                        if tx.send(self.run_cell(cell, &bar)).is_err() {
+                            break;
+                        }
+                    }
+                    bar.finish_and_clear();
+                });
+            }
+            drop(tx);
+            for result in rx {
+                let recorded = result.and_then(|(record, samples)| {
+                    self.report_finished(&record);
+                    match record.status {
+                        CellStatus::Ok => ok += 1,
+                        CellStatus::Failed => failed += 1,
+                    }
+                    dir.append_cell(&samples, &record).with_context(|| {
+                        format!("cannot record the results of cell {}", record.key)
+                    })
+                });
+                if let Err(e) = recorded {
+                    // Let the workers finish their cells and take no more.
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+            Ok(())
+        })?;
+        Ok((ok, failed))
+    }
+
+    /// A finished cell's progress line; the whole cause in the log when the line shortens it.
+    fn report_finished(&self, record: &CellRecord) {
+        let cause = record.cause.as_deref();
+        self.progress
+            .cell_finished(&record.cell, record.worker_seconds, cause);
+        if let Some(cause) = cause.filter(|c| short_cause(c) != c.trim()) {
+            tracing::warn!("cell {} failed: {cause}", record.key);
+        }
+    }
+
     /// Run one cell in its worker (or record why it cannot run): its record and samples.
     fn run_cell(
         &self,
@@ -552,6 +588,7 @@ impl CellContext<'_> {
         bar: &ProgressBar,
     ) -> Result<(CellRecord, Vec<SampleRecord>)> {
         let started = Instant::now();
+        let (unit, cost) = (cell.unit_id(), cell_cost(cell));
         let outcome = match cell_job(cell, self.libraries, self.descriptors, self.trained) {
             // Its plugin could not be loaded or its model not trained: the cause says which.
             Err(cause) => Outcome::Failed(cause, None),
@@ -567,6 +604,7 @@ impl CellContext<'_> {
                         self.memory_limit,
                     ),
                     |phase, done, total, _| {
+                        self.progress.advance(&unit, cost, done, total);
                         bar.set_prefix(phase.to_string());
                         bar.set_length(total as u64);
                         bar.set_position(done as u64);
@@ -693,10 +731,10 @@ fn tempfile_dir() -> Result<PathBuf> {
 /// without sampling. Returns the records and the failures.
 pub fn train_only(
     suite_path: &Path,
-    plugin_profile: &str,
+    search: &plugins::PluginSearch,
     checkpoints: &Path,
 ) -> Result<Vec<(String, std::result::Result<training::TrainRecord, String>)>> {
-    let (suite, libraries, descriptors) = prepare(suite_path, plugin_profile)?;
+    let (suite, libraries, descriptors, _) = prepare(suite_path, search)?;
     let cells = suite.cells();
     let units = training::units(cells.iter());
     if units.is_empty() {
@@ -705,16 +743,23 @@ pub fn train_only(
             suite_path.display()
         );
     }
-    let bars = MultiProgress::new();
+    let started = Instant::now();
+    let costs: Vec<f64> = units
+        .iter()
+        .map(|u| training_cost(u.spec(), u.length))
+        .collect();
+    let progress = Progress::new(&[], &costs);
     let mut results = training::ensure_trained(
         &units,
         &libraries,
         &descriptors,
         checkpoints,
         None,
-        &bars,
+        &progress,
         suite.memory_limit,
     )?;
+    progress.clear();
+    progress.finish(started.elapsed());
     Ok(units
         .iter()
         .map(|u| {

@@ -27,13 +27,10 @@ pub struct Unit {
 pub fn units(cells: &[CellSpec]) -> Vec<Unit> {
     cells
         .iter()
-        .map(|c| {
-            let steps = c.sampler.as_ref().map_or(1, |s| s.steps.max(1));
-            Unit {
-                id: c.unit_id(),
-                key: c.key(),
-                cost: (c.n * c.length * steps) as f64,
-            }
+        .map(|c| Unit {
+            id: c.unit_id(),
+            key: c.key(),
+            cost: crate::progress::cell_cost(c),
         })
         .collect()
 }

@@ -10,12 +10,13 @@
 //! The plugin verifies the file's fingerprint and weight hash whenever it opens it, so a
 //! corrupt or mismatched checkpoint is refused with a message naming the file.
 
+use crate::progress::{short_cause, training_cost, Progress};
 use crate::results::{read_jsonl, write_atomic, RunDir};
 use crate::suite::{hex, CellSpec, MemoryLimit, PluginRef, TrainSpec};
 use crate::worker::{self, Job, Outcome, TrainOutput, TrainUnit};
 use anyhow::{Context, Result};
 use dlm_plugin_api::{PluginDescriptor, TrainedCheckpoint};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -198,14 +199,15 @@ fn lookup(dir: &Path, stem: &str, id: &str) -> Option<TrainRecord> {
 type Descriptors = BTreeMap<PluginRef, std::result::Result<PluginDescriptor, String>>;
 
 /// Train (or find in the cache) every unit. Returns, per unit key, the record or the cause of
-/// failure; appends one `training.jsonl` line per unit to `run` when given.
+/// failure; appends one `training.jsonl` line per unit to `run` when given. Each unit moves
+/// `progress` by its [`training_cost`] and prints its line there.
 pub fn ensure_trained(
     units: &[TrainUnit],
     libraries: &BTreeMap<PluginRef, PathBuf>,
     descriptors: &Descriptors,
     cache_dir: &Path,
     run: Option<&RunDir>,
-    bars: &MultiProgress,
+    progress: &Progress,
     memory_limit: MemoryLimit,
 ) -> Result<BTreeMap<String, std::result::Result<TrainRecord, String>>> {
     let mut results = BTreeMap::new();
@@ -221,7 +223,7 @@ pub fn ensure_trained(
     let cache_dir = std::fs::canonicalize(cache_dir)?;
     let scratch = cache_dir.join("logs");
     std::fs::create_dir_all(&scratch)?;
-    let bar = bars.add(ProgressBar::new(0));
+    let bar = progress.bars().add(ProgressBar::new(0));
     bar.set_style(
         ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} steps  ETA {eta}  {msg}")
             .expect("valid template")
@@ -230,6 +232,7 @@ pub fn ensure_trained(
     bar.set_prefix("train");
     for (i, unit) in units.iter().enumerate() {
         let key = unit.key();
+        let cost = training_cost(unit.spec(), unit.length);
         let descriptor = |r: &PluginRef| match descriptors.get(r) {
             Some(Ok(d)) => Ok(d),
             Some(Err(cause)) => Err(format!("plugin {r} could not be loaded: {cause}")),
@@ -241,6 +244,12 @@ pub fn ensure_trained(
         ) {
             (Ok(t), Ok(m)) => (t, m),
             (Err(e), _) | (_, Err(e)) => {
+                progress.training_finished(
+                    &key,
+                    cost,
+                    true,
+                    &format!("training {key} FAILED: {e}"),
+                );
                 record_line(run, &key, false, None, Some(e.clone()))?;
                 results.insert(key, Err(e));
                 continue;
@@ -253,20 +262,22 @@ pub fn ensure_trained(
         let _entry_lock = match cached {
             Some(_) => None,
             None => {
-                let lock = lock_entry(&cache_dir, &stem, &key, bars)?;
+                let lock = lock_entry(&cache_dir, &stem, &key)?;
                 // Another process may have trained it while this one waited.
                 cached = lookup(&cache_dir, &stem, &id);
                 Some(lock)
             }
         };
         if let Some(record) = cached {
-            bars.suspend(|| {
-                tracing::info!(
+            progress.training_reused(
+                &key,
+                cost,
+                &format!(
                     "reusing checkpoint {} ({})",
                     record.checkpoint.display(),
                     record.summary_line()
-                )
-            });
+                ),
+            );
             record_line(run, &key, true, Some(record.clone()), None)?;
             results.insert(key, Ok(record));
             continue;
@@ -290,6 +301,7 @@ pub fn ensure_trained(
             &stem,
             worker::Limits::new(Duration::from_secs_f64(spec.timeout_seconds), memory_limit),
             |_, done, total, message| {
+                progress.advance(&key, cost, done, total);
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
                 if let Some(m) = message {
@@ -299,38 +311,19 @@ pub fn ensure_trained(
         )?;
         let result = match outcome {
             Outcome::Trained(output) => {
-                std::fs::rename(&partial, &checkpoint).with_context(|| {
-                    format!(
-                        "cannot move the trained checkpoint to {}",
-                        checkpoint.display()
-                    )
-                })?;
-                let optimal = output
-                    .task_description
-                    .entropy_nats
-                    .map(|h| h / output.task_description.length as f64);
-                let record = TrainRecord {
-                    key: key.clone(),
-                    cache_id: id.clone(),
-                    checkpoint: checkpoint.clone(),
-                    model: unit.model.name.clone(),
-                    task: unit.task.name.clone(),
-                    length: unit.length,
-                    train: spec.clone(),
-                    output: *output,
-                    optimal_nll_per_token: optimal,
-                    trained_at: crate::results::now_rfc3339(),
-                };
-                write_atomic(
-                    &cache_dir.join(format!("{stem}.train.json")),
-                    &serde_json::to_vec_pretty(&record)?,
-                )?;
-                bars.suspend(|| tracing::info!("trained {}", record.summary_line()));
+                let record = store_trained(*output, unit, &id, &partial, &checkpoint)?;
+                let line = format!("trained {}", record.summary_line());
+                progress.training_finished(&key, cost, false, &line);
                 Ok(record)
             }
             Outcome::Failed(cause, _) => {
                 let _ = std::fs::remove_file(&partial);
-                bars.suspend(|| tracing::error!("training {key} failed: {cause}"));
+                let short = short_cause(&cause);
+                let line = format!("training {key} FAILED: {short}");
+                progress.training_finished(&key, cost, true, &line);
+                if short != cause.trim() {
+                    tracing::warn!("training {key} failed: {cause}");
+                }
                 Err(cause)
             }
             Outcome::Finished(_) | Outcome::Described(_) => {
@@ -347,12 +340,49 @@ pub fn ensure_trained(
     Ok(results)
 }
 
+/// Move a finished training's checkpoint into place and write its record beside it.
+fn store_trained(
+    output: TrainOutput,
+    unit: &TrainUnit,
+    id: &str,
+    partial: &Path,
+    checkpoint: &Path,
+) -> Result<TrainRecord> {
+    std::fs::rename(partial, checkpoint).with_context(|| {
+        format!(
+            "cannot move the trained checkpoint to {}",
+            checkpoint.display()
+        )
+    })?;
+    let optimal = output
+        .task_description
+        .entropy_nats
+        .map(|h| h / output.task_description.length as f64);
+    let record = TrainRecord {
+        key: unit.key(),
+        cache_id: id.to_string(),
+        checkpoint: checkpoint.to_path_buf(),
+        model: unit.model.name.clone(),
+        task: unit.task.name.clone(),
+        length: unit.length,
+        train: unit.spec().clone(),
+        output,
+        optimal_nll_per_token: optimal,
+        trained_at: crate::results::now_rfc3339(),
+    };
+    write_atomic(
+        &checkpoint.with_extension("train.json"),
+        &serde_json::to_vec_pretty(&record)?,
+    )?;
+    Ok(record)
+}
+
 /// An exclusive lock on one cache entry, so that processes sharing the cache — runs side by
 /// side, or the shards of a Slurm array on a shared file system — train it once: the others
 /// wait, then reuse the checkpoint. These are `flock` locks: the kernel drops them when their
 /// holder dies, so a killed trainer leaves no stale lock, and on NFS Linux maps them to the
 /// server's byte-range locks. The file names its holder for whoever waits.
-fn lock_entry(dir: &Path, stem: &str, key: &str, bars: &MultiProgress) -> Result<std::fs::File> {
+fn lock_entry(dir: &Path, stem: &str, key: &str) -> Result<std::fs::File> {
     let path = dir.join(format!("{stem}.lock"));
     let mut file = OpenOptions::new()
         .create(true)
@@ -365,14 +395,11 @@ fn lock_entry(dir: &Path, stem: &str, key: &str, bars: &MultiProgress) -> Result
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            bars.suspend(|| {
-                tracing::info!(
-                    "{key}: another process ({}) is training it; waiting for its checkpoint \
-                     (lock {})",
-                    holder.trim(),
-                    path.display()
-                )
-            });
+            tracing::info!(
+                "{key}: another process ({}) is training it; waiting for its checkpoint (lock {})",
+                holder.trim(),
+                path.display()
+            );
             file.lock()
                 .with_context(|| format!("cannot lock {}", path.display()))?;
         }

@@ -81,3 +81,105 @@ pub fn resolve_paths(config: &Value, info: &ComponentInfo, base_dir: Option<&Pat
         .collect();
     Value::Object(resolved)
 }
+
+/// A model whose component declares a config key that replaces the suite's `lengths`
+/// ([`ConfigKey::replaces_lengths`](dlm_plugin_api::ConfigKey), e.g. `generation_length`), and
+/// the value it gives that key (`None`: not set, so `lengths` is the whole sequence for it).
+struct LengthOverride<'s> {
+    model: &'s ModelEntry,
+    key: &'s str,
+    value: Option<&'s Value>,
+}
+
+impl LengthOverride<'_> {
+    /// `generation_length: 256`, or `no generation_length`.
+    fn shown(&self) -> String {
+        match self.value {
+            Some(v) => format!("`{}: {v}`", self.key),
+            None => format!("no `{}`", self.key),
+        }
+    }
+
+    /// Where the key is written (its line), or the model's `model:` line when it is not.
+    fn span(&self) -> marked_yaml::Span {
+        self.model
+            .config_keys
+            .iter()
+            .find(|(k, _)| k == self.key)
+            .map_or(self.model.component_span, |(_, span)| *span)
+    }
+
+    fn line(&self) -> String {
+        self.span()
+            .start()
+            .map(|m| format!(" (line {})", m.line()))
+            .unwrap_or_default()
+    }
+}
+
+/// Give `lengths` one meaning per task: refuse, at plan time, a suite where a model's config
+/// key that replaces the suite's `lengths` (declared so by its plugin; `info_of` finds a
+/// model's component) is set for one model of a task and not, or to another value, for
+/// another model of the same task — their cells, compared at one length, would have different
+/// completion budgets — and a set key beside several suite lengths, whose cells would repeat
+/// the same generations under different labels.
+pub fn check_length_overrides<'i>(
+    suite: &Suite,
+    info_of: impl Fn(&ModelEntry) -> Option<&'i ComponentInfo>,
+) -> Result<(), SuiteError> {
+    let overrides: Vec<LengthOverride> = suite
+        .models
+        .iter()
+        .filter_map(|model| {
+            let key = info_of(model)?
+                .config_keys
+                .iter()
+                .find(|k| k.replaces_lengths)?;
+            let value = model.config.get(&key.name).filter(|v| !v.is_null());
+            let key = key.name.as_str();
+            Some(LengthOverride { model, key, value })
+        })
+        .collect();
+    let lengths = format!("{:?}", suite.lengths);
+    if suite.lengths.len() > 1 {
+        if let Some(set) = overrides.iter().find(|o| o.value.is_some()) {
+            return Err(SuiteError::at(
+                &suite.source,
+                &set.span(),
+                format!(
+                    "model `{}` sets {}, which replaces the suite's `lengths` for its cells (every prompt gets that many completion positions; a length only labels the cell), so with `lengths: {lengths}` its cells at each length would be the same generations; give the suite one length (e.g. `lengths: [{}]`), or remove `{}` so that each length is the whole sequence, prompt and completion",
+                    set.model.name, set.shown(), suite.lengths[0], set.key
+                ),
+            ));
+        }
+    }
+    for (ti, task) in suite.tasks.iter().enumerate() {
+        let on_task: Vec<&LengthOverride> = overrides
+            .iter()
+            .filter(|o| o.model.tasks.contains(&ti))
+            .collect();
+        let Some(first) = on_task.first() else {
+            continue;
+        };
+        let Some(other) = on_task.iter().find(|o| o.value != first.value) else {
+            continue;
+        };
+        // Point at a key that is written: the one that is set where the other is not.
+        let (here, there) = match other.value {
+            Some(_) => (other, first),
+            None => (first, other),
+        };
+        let message = match there.value {
+            None => format!(
+                "model `{}` sets {}, which replaces the suite's `lengths` for its cells (every prompt gets that many completion positions; the length only labels the cell), but model `{}`{}, which also runs task `{}`, has {}: for it `lengths: {lengths}` is the whole sequence, prompt and completion. Their cells would compare different completion budgets (and a prompt longer than the length fails its cells, leaving the others without a baseline); give `{}` {} too, or remove `{}` here",
+                here.model.name, here.shown(), there.model.name, there.line(), task.name, there.shown(), there.model.name, here.shown(), here.key
+            ),
+            Some(_) => format!(
+                "model `{}` sets {}, but model `{}`{}, which also runs task `{}`, sets {}: both replace the suite's `lengths`, and cells of one task at one length are compared with each other, so they need one completion budget; give both models the same value",
+                here.model.name, here.shown(), there.model.name, there.line(), task.name, there.shown()
+            ),
+        };
+        return Err(SuiteError::at(&suite.source, &here.span(), message));
+    }
+    Ok(())
+}

@@ -22,7 +22,7 @@ mod yaml;
 
 pub use cells::{hex, CellSpec, ComponentSpec, DocSelection, DocumentCount, SamplePart};
 pub use checks::*;
-pub use config_keys::{check_config_keys, resolve_paths};
+pub use config_keys::{check_config_keys, check_length_overrides, resolve_paths};
 use error::load_error;
 pub use error::{closest, did_you_mean, Location, SuiteError, SuiteSource};
 pub use limits::*;

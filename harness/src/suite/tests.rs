@@ -332,3 +332,62 @@ fn config_keys_are_checked_where_written_and_paths_joined_to_the_suite_folder() 
     let cell_task = &suite.cells()[0].task;
     assert_eq!(cell_task.base_dir.as_deref(), Some(task.base_dir.as_path()));
 }
+
+#[test]
+fn a_length_override_must_agree_within_each_task_only() {
+    use dlm_plugin_api::ComponentInfo;
+    let text_models = |lengths: &str, third: &str| {
+        format!(
+            "name: t
+lengths: {lengths}
+tasks:
+  - {{name: a, plugin: dlm-x, task: q}}
+  - {{name: b, plugin: dlm-x, task: q}}
+models:
+  - {{name: fixed, plugin: dlm-x, model: m, tasks: [a], config: {{generation_length: 32}}}}
+  - {{name: whole, plugin: dlm-x, model: m, tasks: [b]}}
+{third}samplers:
+  - {{sampler: ar}}
+"
+        )
+    };
+    let overriding = ComponentInfo::new("m", "").with_length_override("generation_length");
+    let plain = ComponentInfo::new("m", "");
+    let check = |yaml: &str, info: &ComponentInfo| {
+        check_length_overrides(&parse(yaml).unwrap(), |_| Some(info))
+    };
+    // Each task's models agree (`fixed` runs only `a`, `whole` only `b`); a plugin that
+    // declares no override is not judged.
+    assert!(check(&text_models("[64]", ""), &overriding).is_ok());
+    let mixed = text_models(
+        "[64]",
+        "  - {name: late, plugin: dlm-x, model: m, tasks: [a], config: {generation_length: null}}\n",
+    );
+    assert!(check(&mixed, &plain).is_ok());
+    // `late` runs task `a` beside `fixed` with no region (null is unset): refused at `fixed`'s key.
+    let e = check(&mixed, &overriding).unwrap_err();
+    let line = mixed
+        .lines()
+        .position(|l| l.contains("generation_length: 32"))
+        .unwrap();
+    let column = mixed
+        .lines()
+        .nth(line)
+        .unwrap()
+        .find("generation_length")
+        .unwrap();
+    assert_eq!(
+        e.location.as_ref().map(|l| (l.line, l.column)),
+        Some((line + 1, column + 1))
+    );
+    assert!(
+        e.message.contains(
+            "model `late` (line 9), which also runs task `a`, has no `generation_length`"
+        ),
+        "{e}"
+    );
+    // Several lengths beside a set override repeat the same cells.
+    let e = check(&text_models("[64, 128]", ""), &overriding).unwrap_err();
+    assert!(e.message.contains("with `lengths: [64, 128]`"), "{e}");
+    assert!(check(&text_models("[64, 128]", ""), &plain).is_ok());
+}

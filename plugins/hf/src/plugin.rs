@@ -186,7 +186,8 @@ impl Plugin for HfPlugin {
              device?: flex|wgpu|cuda[:N], eos_token?, generation_length?, full_row?}; answers text tasks with text",
                 false,
             )
-            .with_config_of::<OpenConfig>(&["path"]),
+            .with_config_of::<OpenConfig>(&["path"])
+            .with_length_override("generation_length"),
             ComponentInfo::new(
                 "ar-checkpoint",
                 "a LLaMA (LlamaForCausalLM) or Qwen2 (Qwen2ForCausalLM) checkpoint folder, \
@@ -194,7 +195,8 @@ impl Plugin for HfPlugin {
             )
             .with_capability("autoregressive")
             .with_sampler(ar)
-            .with_config_of::<OpenConfig>(&["path"]),
+            .with_config_of::<OpenConfig>(&["path"])
+            .with_length_override("generation_length"),
         ]
     }
 

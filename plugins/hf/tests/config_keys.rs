@@ -39,5 +39,14 @@ fn every_model_declares_exactly_the_config_keys_it_accepts() {
             .map(|k| k.name.as_str())
             .collect();
         assert_eq!(paths, ["path"], "{}", info.name);
+        // `generation_length` replaces the suite's `lengths`, so the harness can refuse a
+        // suite that gives `lengths` two meanings for one task.
+        let replacing: Vec<&str> = info
+            .config_keys
+            .iter()
+            .filter(|k| k.replaces_lengths)
+            .map(|k| k.name.as_str())
+            .collect();
+        assert_eq!(replacing, ["generation_length"], "{}", info.name);
     }
 }

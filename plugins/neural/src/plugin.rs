@@ -752,7 +752,8 @@ impl Plugin for NeuralPlugin {
                 false,
             )
             .with_capability("train")
-            .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"]),
+            .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"])
+            .with_length_override("generation_length"),
             ComponentInfo::new(
                 "ar",
                 "autoregressive transformer of the same architecture with a KV cache; \
@@ -761,7 +762,8 @@ impl Plugin for NeuralPlugin {
             .with_capability("autoregressive")
             .with_capability("train")
             .with_sampler(dlm_sdk::sampler::info("ar"))
-            .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"]),
+            .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"])
+            .with_length_override("generation_length"),
         ]
     }
 

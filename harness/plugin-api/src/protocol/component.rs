@@ -92,6 +92,14 @@ pub struct ConfigKey {
     /// relative to the suite file, and the harness hands the plugin the joined path.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub path: bool,
+    /// When set, the key's value replaces the suite's `lengths` for the component's cells
+    /// (e.g. a text model's `generation_length`: every prompt gets that many completion
+    /// positions, and the cell's length only labels it). The harness then refuses, at plan
+    /// time, a suite whose models of one task would give `lengths` different meanings (one
+    /// sets the key, another leaves it out or sets another value) or whose several lengths
+    /// would repeat the same cells. Since API 1.6 (older hosts ignore it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaces_lengths: bool,
 }
 
 impl ConfigKey {
@@ -100,6 +108,7 @@ impl ConfigKey {
         ConfigKey {
             name: name.into(),
             path: false,
+            replaces_lengths: false,
         }
     }
 
@@ -108,7 +117,15 @@ impl ConfigKey {
         ConfigKey {
             name: name.into(),
             path: true,
+            replaces_lengths: false,
         }
+    }
+
+    /// The same key, marked as replacing the suite's `lengths` when set (see
+    /// [`ConfigKey::replaces_lengths`]).
+    pub fn replacing_lengths(mut self) -> Self {
+        self.replaces_lengths = true;
+        self
     }
 }
 
@@ -171,6 +188,19 @@ impl ComponentInfo {
             .collect();
         for p in path_keys.iter().filter(|p| !fields.contains(p)) {
             self.config_keys.push(ConfigKey::path(*p));
+        }
+        self
+    }
+
+    /// The same component with its config key `name` marked as replacing the suite's
+    /// `lengths` when set (see [`ConfigKey::replaces_lengths`]); declared if it was not yet.
+    /// Call it after [`ComponentInfo::with_config_of`], which replaces the declared keys.
+    pub fn with_length_override(mut self, name: &str) -> Self {
+        match self.config_keys.iter_mut().find(|k| k.name == name) {
+            Some(key) => key.replaces_lengths = true,
+            None => self
+                .config_keys
+                .push(ConfigKey::new(name).replacing_lengths()),
         }
         self
     }
@@ -298,6 +328,27 @@ mod tests {
             vec![ConfigKey::path("path"), ConfigKey::new("top-k")]
         );
         assert!(struct_fields::<u32>().is_empty());
+    }
+
+    #[test]
+    fn a_length_override_marks_the_declared_key_only() {
+        let info = ComponentInfo::new("t", "")
+            .with_config_of::<Settings>(&["path"])
+            .with_length_override("top-k");
+        let marked: Vec<&str> = info
+            .config_keys
+            .iter()
+            .filter(|k| k.replaces_lengths)
+            .map(|k| k.name.as_str())
+            .collect();
+        assert_eq!(marked, ["top-k"]);
+        assert_eq!(info.config_keys.len(), 2, "no key added: {info:?}");
+        // Absent from the JSON when unset, so older hosts and plugins read the same bytes.
+        let json = serde_json::to_value(&info.config_keys).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!([{"name": "path", "path": true}, {"name": "top-k", "replaces_lengths": true}])
+        );
     }
 
     #[test]
