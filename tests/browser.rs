@@ -21,13 +21,11 @@
 mod common;
 use common::*;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
+#[path = "browser/cdp.rs"]
+mod cdp;
+use cdp::{Browser, CHROMIUM};
 
 /// Whether Chromium is here; when it is not, skips the test visibly, or fails it where Chromium
 /// is required (`CI=true`, `DLM_BENCH_REQUIRE_BROWSER`).
@@ -46,318 +44,6 @@ fn screenshots_dir() -> PathBuf {
         .join("browser-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-struct Browser {
-    child: Child,
-    to: std::fs::File,
-    rx: Receiver<Value>,
-    next: u64,
-    session: String,
-    log: PathBuf,
-}
-
-/// What one page visit saw.
-struct Visit {
-    console_errors: Vec<String>,
-    network: Vec<String>,
-    requests: Vec<String>,
-    png: Vec<u8>,
-}
-
-impl Browser {
-    fn launch(dir: &Path) -> Browser {
-        std::fs::create_dir_all(dir).unwrap();
-        let (fin, fout) = (dir.join("cdp-in"), dir.join("cdp-out"));
-        for f in [&fin, &fout] {
-            let _ = std::fs::remove_file(f);
-        }
-        let ok = Command::new("mkfifo")
-            .arg(&fin)
-            .arg(&fout)
-            .status()
-            .expect("mkfifo runs");
-        assert!(ok.success(), "mkfifo failed");
-        let log = dir.join("chromium.log");
-        let profile = dir.join("profile");
-        let script = format!(
-            "exec {CHROMIUM} --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-             --no-default-browser-check --disable-background-networking --disable-component-update \
-             --disable-sync --disable-extensions --disable-default-apps --disable-dev-shm-usage \
-             --mute-audio --hide-scrollbars '--host-resolver-rules=MAP * ~NOTFOUND' \
-             --user-data-dir='{}' --remote-debugging-pipe about:blank 3<'{}' 4>'{}'",
-            profile.display(),
-            fin.display(),
-            fout.display()
-        );
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("chromium starts");
-        // The shell opens fd 3 (our write end) and then fd 4 (our read end), in that order.
-        let to = std::fs::OpenOptions::new().write(true).open(&fin).unwrap();
-        let mut from = std::fs::File::open(&fout).unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 65536];
-            loop {
-                match from.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(k) => {
-                        buf.extend_from_slice(&chunk[..k]);
-                        while let Some(end) = buf.iter().position(|&b| b == 0) {
-                            let msg: Vec<u8> = buf.drain(..=end).collect();
-                            if let Ok(v) = serde_json::from_slice::<Value>(&msg[..msg.len() - 1]) {
-                                if tx.send(v).is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        });
-        let mut b = Browser {
-            child,
-            to,
-            rx,
-            next: 0,
-            session: String::new(),
-            log,
-        };
-        let target = b.call("Target.createTarget", json!({"url": "about:blank"}), None);
-        let target_id = target["targetId"].as_str().unwrap().to_string();
-        let attached = b.call(
-            "Target.attachToTarget",
-            json!({"targetId": target_id, "flatten": true}),
-            None,
-        );
-        b.session = attached["sessionId"].as_str().unwrap().to_string();
-        let s = b.session.clone();
-        for domain in ["Runtime", "Log", "Network", "Page"] {
-            b.call(&format!("{domain}.enable"), json!({}), Some(&s));
-        }
-        b.call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 1400, "height": 2400, "deviceScaleFactor": 1, "mobile": false}),
-            Some(&s),
-        );
-        b
-    }
-
-    /// Evaluate a JavaScript expression in the page (from DevTools: the pages have no scripts).
-    fn eval(&mut self, expression: &str) -> Value {
-        let s = self.session.clone();
-        let r = self.call(
-            "Runtime.evaluate",
-            json!({"expression": expression, "returnByValue": true}),
-            Some(&s),
-        );
-        assert!(
-            r.get("exceptionDetails").is_none(),
-            "evaluation failed: {}",
-            r["exceptionDetails"]
-        );
-        r["result"]["value"].clone()
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
-    fn send(&mut self, method: &str, params: Value, session: Option<&str>) -> u64 {
-        self.next += 1;
-        let mut msg = json!({"id": self.next, "method": method, "params": params});
-        if let Some(s) = session {
-            msg["sessionId"] = json!(s);
-        }
-        let mut bytes = serde_json::to_vec(&msg).unwrap();
-        bytes.push(0);
-        self.to.write_all(&bytes).unwrap();
-        self.to.flush().unwrap();
-        self.next
-    }
-
-    /// Receive until `until` says stop; every message is also kept in `seen`.
-    fn pump(
-        &mut self,
-        seen: &mut Vec<Value>,
-        timeout: Duration,
-        until: impl Fn(&Value) -> bool,
-    ) -> Option<Value> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(v) => {
-                    if until(&v) {
-                        return Some(v);
-                    }
-                    seen.push(v);
-                }
-                Err(_) => return None,
-            }
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value, session: Option<&str>) -> Value {
-        let mut events = Vec::new();
-        self.call_collect(method, params, session, &mut events)
-    }
-
-    fn call_collect(
-        &mut self,
-        method: &str,
-        params: Value,
-        session: Option<&str>,
-        events: &mut Vec<Value>,
-    ) -> Value {
-        let id = self.send(method, params, session);
-        let reply = self
-            .pump(events, Duration::from_secs(60), |v| v["id"] == id)
-            .unwrap_or_else(|| {
-                panic!(
-                    "no reply to {method} from Chromium; its log:\n{}",
-                    self.log_tail()
-                )
-            });
-        assert!(
-            reply.get("error").is_none(),
-            "{method} failed: {}",
-            reply["error"]
-        );
-        reply["result"].clone()
-    }
-
-    fn visit(&mut self, page: &Path) -> Visit {
-        let url = format!("file://{}", page.canonicalize().unwrap().display());
-        let s = self.session.clone();
-        let mut events = Vec::new();
-        self.call_collect("Page.navigate", json!({"url": url}), Some(&s), &mut events);
-        let loaded = self.pump(&mut events, Duration::from_secs(60), |v| {
-            v["method"] == "Page.loadEventFired"
-        });
-        assert!(
-            loaded.is_some(),
-            "{url} did not finish loading; log:\n{}",
-            self.log_tail()
-        );
-        // Late console output or requests (none expected: the pages have no scripts).
-        self.pump(&mut events, Duration::from_millis(700), |_| false);
-        let shot = self.call_collect(
-            "Page.captureScreenshot",
-            json!({"format": "png"}),
-            Some(&s),
-            &mut events,
-        );
-        let png = base64_decode(shot["data"].as_str().unwrap());
-        let mut v = Visit {
-            console_errors: Vec::new(),
-            network: Vec::new(),
-            requests: Vec::new(),
-            png,
-        };
-        for e in events.iter().filter(|e| e["sessionId"] == s.as_str()) {
-            let p = &e["params"];
-            match e["method"].as_str().unwrap_or("") {
-                "Runtime.consoleAPICalled"
-                    if matches!(p["type"].as_str(), Some("error" | "assert")) =>
-                {
-                    v.console_errors
-                        .push(format!("console.{}: {}", p["type"], p["args"]))
-                }
-                "Runtime.exceptionThrown" => v
-                    .console_errors
-                    .push(format!("exception: {}", p["exceptionDetails"])),
-                "Log.entryAdded" if p["entry"]["level"] == "error" => v.console_errors.push(
-                    format!("log: {} ({})", p["entry"]["text"], p["entry"]["url"]),
-                ),
-                "Network.requestWillBeSent" => {
-                    let u = p["request"]["url"].as_str().unwrap_or("").to_string();
-                    let local = ["file:", "data:", "about:", "blob:"]
-                        .iter()
-                        .any(|scheme| u.starts_with(scheme));
-                    if !local {
-                        v.network.push(u.clone());
-                    }
-                    v.requests.push(u);
-                }
-                _ => {}
-            }
-        }
-        v
-    }
-
-    /// Screenshots of the whole page in segments of `height` pixels.
-    fn segments(&mut self, page: &Path, height: u32, max: usize) -> Vec<Vec<u8>> {
-        let _ = self.visit(page);
-        let s = self.session.clone();
-        let metrics = self.call("Page.getLayoutMetrics", json!({}), Some(&s));
-        let total = metrics["cssContentSize"]["height"]
-            .as_f64()
-            .unwrap_or(2400.0);
-        let mut out = Vec::new();
-        let mut y = 0.0;
-        while y < total && out.len() < max {
-            let shot = self.call(
-                "Page.captureScreenshot",
-                json!({"format": "png", "captureBeyondViewport": true,
-                       "clip": {"x": 0, "y": y, "width": 1400, "height": (height as f64).min(total - y), "scale": 1}}),
-                Some(&s),
-            );
-            out.push(base64_decode(shot["data"].as_str().unwrap()));
-            y += height as f64;
-        }
-        out
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.send("Browser.close", json!({}), None);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn base64_decode(s: &str) -> Vec<u8> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in s.bytes() {
-        let Some(v) = val(c) else { continue };
-        acc = (acc << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    out
 }
 
 /// Size and number of distinct colours of a PNG.
@@ -519,6 +205,7 @@ fn report_comparison_and_history_render_in_headless_chromium() {
         println!("{name}: {} ({w}×{h}, {colours}+ colours)", path.display());
         if name == "report" {
             check_report_layout(&mut browser);
+            check_charts_and_columns(&mut browser, name);
         }
     }
 }
@@ -635,6 +322,184 @@ fn check_report_layout(browser: &mut Browser) {
             "checkpoint column overflows: {m}"
         );
     }
+}
+
+/// Every chart's texts (tick labels, axis titles, reference labels, colour keys) and every
+/// table, measured in the browser after opening every `<details>` (the page itself has no
+/// script; the measuring one is evaluated over DevTools): no two texts of a chart overlap, none
+/// leaves its SVG, and every table fits its container or sits in a horizontally scrolling box,
+/// with the page no wider than the 1400 px viewport. Returns the measurements.
+fn check_charts_and_columns(browser: &mut Browser, name: &str) -> Value {
+    let m = measure_charts_and_columns(browser);
+    println!("{name}: charts and columns: {m}");
+    assert!(m["plots"].as_u64().unwrap() > 0, "{name}: no chart: {m}");
+    assert!(m["texts"].as_u64().unwrap() > 0, "{name}: {m}");
+    assert_eq!(m["overlaps"], json!([]), "{name}: chart texts overlap: {m}");
+    assert_eq!(m["outside"], json!([]), "{name}: chart texts cut off: {m}");
+    assert!(m["tables"].as_u64().unwrap() > 0, "{name}: {m}");
+    assert_eq!(
+        m["overflow"],
+        json!([]),
+        "{name}: table columns overflow: {m}"
+    );
+    assert!(
+        m["page"].as_f64().unwrap() <= m["view"].as_f64().unwrap(),
+        "{name}: the page is wider than the viewport: {m}"
+    );
+    m
+}
+
+/// The measurements behind [`check_charts_and_columns`], on the page the browser shows.
+fn measure_charts_and_columns(browser: &mut Browser) -> Value {
+    browser.eval(
+        r#"(() => {
+        document.querySelectorAll('details').forEach(d => { d.open = true; });
+        const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+        const out = {plots: 0, texts: 0, keyed: 0, overlaps: [], outside: [], tables: 0, scrolled: 0, overflow: [],
+                     page: document.documentElement.scrollWidth, view: window.innerWidth};
+        for (const svg of document.querySelectorAll('svg.plot')) {
+          out.plots++;
+          const box = svg.getBoundingClientRect();
+          const title = svg.querySelector('title').textContent;
+          const texts = [...svg.querySelectorAll(':scope > text')]
+            .map(t => [t.lastChild ? t.lastChild.textContent : '', t.getBoundingClientRect()])
+            .filter(([t, r]) => r.width > 0);
+          if (box.height > 300) out.keyed++;
+          out.texts += texts.length;
+          texts.forEach(([t, r], i) => {
+            if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5)
+              out.outside.push(title + ': "' + t + '"');
+            texts.slice(i + 1).forEach(([u, q]) => { if (hit(r, q)) out.overlaps.push(title + ': "' + t + '" / "' + u + '"'); });
+          });
+        }
+        const scroller = e => {
+          for (let p = e.parentElement; p; p = p.parentElement) {
+            const o = getComputedStyle(p).overflowX;
+            if (o === 'auto' || o === 'scroll') return p;
+          }
+          return null;
+        };
+        for (const table of document.querySelectorAll('table')) {
+          out.tables++;
+          const r = table.getBoundingClientRect();
+          const parent = table.parentElement.getBoundingClientRect();
+          if (r.right <= Math.min(parent.right, window.innerWidth) + 0.5) continue;
+          const s = scroller(table);
+          if (s && s.getBoundingClientRect().right <= window.innerWidth + 0.5) { out.scrolled++; continue; }
+          const head = table.querySelector('tr');
+          out.overflow.push((head ? head.textContent.trim().slice(0, 60) : 'table') + ' → ' + Math.round(r.right));
+        }
+        return out;
+      })()"#,
+    )
+}
+
+/// The text and theory reports: every chart and table of a text task (declared metrics, SER,
+/// speedup and cost against steps) and of both theorem checks (five lengths, colour keys,
+/// closed-form markers) laid out without overlap or overflow; the theorem table shows the
+/// interval that decides each Theorem 4.2 verdict; charts with nothing to plot are not drawn.
+#[test]
+fn text_and_theory_reports_keep_chart_labels_apart_and_tables_inside() {
+    if !chromium_or_skip() {
+        return;
+    }
+    let out = scratch("browser-charts");
+    let mut pages = Vec::new();
+    for suite in ["browser-text", "browser-theory"] {
+        let dir = out.join(suite);
+        let r = must_run(
+            &[
+                "run",
+                &format!("tests/suites/{suite}.yaml"),
+                "--out",
+                dir.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(r.status.success(), "{suite}: {}", text(&r));
+        pages.push((suite, dir.join("report.html")));
+    }
+    let mut browser = Browser::launch(&out.join("chromium"));
+    // The detectors fire: two texts on top of each other, one past the SVG's edge, and a table
+    // wider than the page outside any scrolling box.
+    let bad = out.join("bad-layout.html");
+    std::fs::write(
+        &bad,
+        format!(
+            "<!DOCTYPE html><html><head><title>bad</title></head><body style=\"margin:0\">\
+             <svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" width=\"200\" height=\"100\"><title>t</title>\
+             <text x=\"10\" y=\"50\" font-size=\"10\">0.03125</text><text x=\"20\" y=\"52\" font-size=\"11\">y title</text>\
+             <text x=\"180\" y=\"20\" font-size=\"10\">cut off here</text></svg>\
+             <table><tr><td style=\"white-space:nowrap\">{}</td></tr></table></body></html>",
+            "wide ".repeat(400)
+        ),
+    )
+    .unwrap();
+    let _ = browser.visit(&bad);
+    let m = measure_charts_and_columns(&mut browser);
+    assert_eq!(m["overlaps"].as_array().unwrap().len(), 1, "{m}");
+    assert_eq!(m["outside"].as_array().unwrap().len(), 1, "{m}");
+    assert_eq!(m["overflow"].as_array().unwrap().len(), 1, "{m}");
+    assert!(
+        m["page"].as_f64().unwrap() > m["view"].as_f64().unwrap(),
+        "{m}"
+    );
+    let shots = screenshots_dir();
+    for (name, page) in &pages {
+        let html = std::fs::read_to_string(page).unwrap();
+        assert!(!html.contains("<script"), "{name}: the report has a script");
+        // Charts with nothing to plot leave no card in the grid (a note line under it says why).
+        assert!(
+            !html.contains("note alone"),
+            "{name}: an empty chart's card is shown"
+        );
+        let v = browser.visit(page);
+        assert!(
+            v.console_errors.is_empty(),
+            "{name}: {:?}",
+            v.console_errors
+        );
+        std::fs::write(shots.join(format!("{name}.png")), &v.png).unwrap();
+        let m = check_charts_and_columns(&mut browser, name);
+        if *name == "browser-theory" {
+            // Both theorem plots of each task carry a colour key under the axis, and the
+            // Theorem 4.2 rows show the deciding (Bonferroni) interval beside each verdict.
+            assert!(m["keyed"].as_u64().unwrap() >= 2, "{name}: {m}");
+            for expected in [
+                "L = 16",
+                "L = 64",
+                "exact (closed form)",
+                "deciding CI (Bonferroni)",
+                "98.33%",
+            ] {
+                assert!(
+                    html.contains(expected),
+                    "{name}: no {expected:?} in the page"
+                );
+            }
+        } else {
+            // Declared metrics, SER and speedup against steps, SER against NFE and wall.
+            assert!(m["plots"].as_u64().unwrap() >= 5, "{name}: {m}");
+            assert!(html.contains("SER (share scored wrong)"), "{name}");
+        }
+    }
+}
+
+/// Not a test: the chart and column checks on any report, e.g. a long suite's.
+/// `DLM_BENCH_CHECK_PAGE=path/report.html cargo test --test browser -- --ignored check_a_page`
+#[test]
+#[ignore]
+fn check_a_page() {
+    let Some(page) = std::env::var_os("DLM_BENCH_CHECK_PAGE") else {
+        println!("set DLM_BENCH_CHECK_PAGE");
+        return;
+    };
+    if !chromium_or_skip() {
+        return;
+    }
+    let mut browser = Browser::launch(&scratch("browser-check").join("chromium"));
+    let _ = browser.visit(Path::new(&page));
+    check_charts_and_columns(&mut browser, &page.to_string_lossy());
 }
 
 /// Not a test: screenshots of a page in segments, for a person to look at.

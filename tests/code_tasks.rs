@@ -148,6 +148,63 @@ samplers:
         // The code that ran is the completion (no stop string cut any of these).
         assert_eq!(r["extra"]["code"], r["extra"]["completion"], "{r}");
     }
+    report_shows_code_samples_as_written(&run_dir, &problems);
+}
+
+/// Text as minijinja's HTML auto-escaping writes it.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+        .replace('/', "&#x2f;")
+}
+
+/// The report of the replayed run shows each sample's completion in `<pre>` exactly as
+/// written (Python's indentation kept), with its prompt, its reference solution, pass/fail and
+/// the failure's cause; the cells table has no formal-language columns.
+fn report_shows_code_samples_as_written(run_dir: &Path, problems: &[(String, String)]) {
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    let table_at = html
+        .find("<table class=\"full compact cells-table\">")
+        .expect("the cells table");
+    let table = &html[table_at..table_at + html[table_at..].find("</table>").unwrap()];
+    for column in ["<th>TER</th>", "unigram H", "first error"] {
+        assert!(!table.contains(column), "code task table has `{column}`");
+    }
+    assert!(
+        table.contains(">pass@1</th>"),
+        "the task's metrics are columns"
+    );
+    let block = |index: usize, id: &str| -> &str {
+        let head = format!("#{index} · <span class=\"mono\">{}</span>", esc(id));
+        // The replayed cell's samples come after the reference row's.
+        let at = html
+            .rfind(&head)
+            .unwrap_or_else(|| panic!("sample {head} shown"));
+        &html[at..at + html[at..].find("</div></div>").unwrap()]
+    };
+    // Sample 0: HumanEval/0's canonical solution, indentation and newlines as written.
+    let (id, canonical) = &problems[0];
+    let sample = block(0, id);
+    assert!(canonical.contains("\n        "), "an indented solution");
+    assert!(
+        sample.contains(&format!(
+            "<pre class=\"completion\">{}</pre>",
+            esc(canonical)
+        )),
+        "{sample}"
+    );
+    assert!(sample.contains(">pass<"), "{sample}");
+    assert!(
+        sample.contains("<details class=\"prompt\">") && sample.contains("def has_close_elements")
+    );
+    assert!(sample.contains("reference solution"), "{sample}");
+    // Sample 6: a wrong answer, with the sandbox's cause and the test that failed.
+    let sample = block(6, &problems[6].0);
+    assert!(sample.contains(">fail<"), "{sample}");
+    assert!(sample.contains("AssertionError in test 0"), "{sample}");
 }
 
 #[test]

@@ -134,6 +134,151 @@ fn gold_and_planted_replays_score_exactly() {
     assert_eq!(c["status"], "failed");
     let cause = c["cause"].as_str().unwrap();
     assert!(cause.contains("bad.jsonl:3"), "{cause}");
+
+    report_shows_text_samples_and_replays_without_costs(&run_dir, &problems);
+}
+
+/// Text as minijinja's HTML auto-escaping writes it.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+        .replace('/', "&#x2f;")
+}
+
+/// The `<tr id="cell-UNIT">…</tr>` row of a cell in the report.
+fn row<'a>(html: &'a str, unit: &Value) -> &'a str {
+    let start = html
+        .find(&format!("<tr id=\"cell-{}\"", unit.as_str().unwrap()))
+        .unwrap_or_else(|| panic!("no table row for cell {unit}"));
+    let end = start + html[start..].find("</tr>").expect("row end");
+    &html[start..end]
+}
+
+/// The report of the gold/planted run: the cells table has no formal-language columns, each
+/// sample shows its prompt, gold and extracted answers, outcome and cause, and its completion
+/// in `<pre>` with the first wrong step marked. Then, with the `gold` cell's samples given
+/// forwards (4 per sample, 8 tokens: 2 tokens per forward), the replayed `planted` cell shows
+/// "—" for steps and costs and stays out of the AUP pool, whose AUP is the closed form.
+fn report_shows_text_samples_and_replays_without_costs(
+    run_dir: &Path,
+    problems: &[(String, String, String)],
+) {
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    let table_at = html
+        .find("<table class=\"full compact cells-table\">")
+        .expect("the cells table");
+    let table = &html[table_at..table_at + html[table_at..].find("</table>").unwrap()];
+    for column in [
+        "<th>TER</th>",
+        "TER 95% CI",
+        "unigram H",
+        "first error",
+        "log q",
+    ] {
+        assert!(!table.contains(column), "text task table has `{column}`");
+    }
+    assert!(
+        table.contains("accuracy (strict"),
+        "the task's metrics are columns"
+    );
+    // Sample 6 of `planted`: a wrong step (marked), the right final answer.
+    let sample_at = html
+        .find("#6 · <span class=\"mono\">test-6</span>")
+        .expect("planted sample 6 is shown");
+    let sample = &html[sample_at..sample_at + html[sample_at..].find("</div></div>").unwrap()];
+    let gold = &problems[6].2;
+    assert!(sample.contains(">incorrect<"), "{sample}");
+    assert!(
+        sample.contains("first wrong step: line 1: 2+2 = 5"),
+        "{sample}"
+    );
+    assert!(sample.contains(&format!("gold answer <code>{}</code>", esc(gold))));
+    assert!(sample.contains(&format!("extracted (strict) <code>{}</code>", esc(gold))));
+    assert!(
+        sample.contains(&esc(&problems[6].0)),
+        "the question is in the prompt"
+    );
+    assert!(
+        sample.contains(&format!(
+            "<pre class=\"completion\"><mark title=\"first wrong step\">{}</mark>{}</pre>",
+            esc(" 2+2=<<2+2=5>>5"),
+            esc(&format!("\n#### {gold}"))
+        )),
+        "{sample}"
+    );
+    // Scoring fields as a key/value table, not JSON.
+    assert!(sample.contains("<th class=\"l\">steps_wrong</th><td class=\"l\">1</td>"));
+    assert!(!sample.contains("{&quot;"), "no JSON blob");
+
+    // The gold replay as if a model had made 4 forwards (per sample and per batch) for 8
+    // tokens per sample.
+    let s = summary(run_dir);
+    let gold_key = cell(&s, "gsm8k", "gold", None, None)["key"].clone();
+    let samples = run_dir.join("samples.jsonl");
+    let edited: Vec<String> = std::fs::read_to_string(&samples)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["key"] == gold_key {
+                v["nfe"] = json!(4);
+                v["generated_tokens"] = json!(8);
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&samples, edited.join("\n") + "\n").unwrap();
+    let cells = run_dir.join("cells.jsonl");
+    let edited: Vec<String> = std::fs::read_to_string(&cells)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["key"] == gold_key {
+                for b in v["batches"].as_array_mut().unwrap() {
+                    b["nfe"] = json!(4);
+                }
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&cells, edited.join("\n") + "\n").unwrap();
+    let out = command().arg("report").arg(run_dir).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    let s = summary(run_dir);
+    let gold_row = row(&html, &cell(&s, "gsm8k", "gold", None, None)["unit"]);
+    assert!(
+        gold_row.contains("<td class=\"nfe\">4.0</td>"),
+        "{gold_row}"
+    );
+    assert!(
+        gold_row.contains("<td class=\"tpf\">2.00</td>"),
+        "{gold_row}"
+    );
+    let planted_row = row(&html, &cell(&s, "gsm8k", "planted", None, None)["unit"]);
+    // (No tokens/s column: the edited cell's batches have no timing of their own.)
+    for class in ["steps", "nfe", "tpf", "wall"] {
+        assert!(
+            planted_row.contains(&format!("<td class=\"{class}\">—</td>")),
+            "replay's {class}: {planted_row}"
+        );
+    }
+    // AUP: the replay is left out; gold alone at (2 tokens/forward, 100%) is 2·100, and every
+    // document is right, so each resample gives the same.
+    let twin: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("report.json")).unwrap())
+            .unwrap();
+    let aup = &twin["tasks"][0]["aup"];
+    assert_eq!(aup["pool"], json!(["gold · replay"]), "{aup}");
+    assert_eq!(aup["left_out"], json!(["planted · replay"]), "{aup}");
+    assert_eq!(aup["y_max"], 100.0);
+    assert_eq!(aup["documents"], 12);
+    assert_eq!(aup["rows"][0]["aup"], 200.0);
+    assert_eq!(aup["rows"][0]["ci"], json!([200.0, 200.0]));
 }
 
 #[test]

@@ -3,8 +3,10 @@
 //! Mann–Whitney U test that judges timings (asv's rule: a timing changed only when the ratio of
 //! medians passes a threshold *and* the repeated measurements differ significantly).
 
+mod aup_ci;
 mod bootstrap;
 
+pub use aup_ci::{aup_ci, DocumentPoint};
 pub use bootstrap::{bootstrap_ci, Resample, BOOTSTRAP_RESAMPLES};
 use serde::{Deserialize, Serialize};
 
@@ -416,15 +418,20 @@ pub const AUP_FLOOR_OFFSET: f64 = 5.0;
 /// accuracy is more than [`AUP_FLOOR_OFFSET`] points below the least-parallel point's are left
 /// out, and `AUP = ρ₁·y₁·W(y₁) + Σᵢ ½(ρᵢ − ρᵢ₋₁)(yᵢW(yᵢ) + yᵢ₋₁W(yᵢ₋₁))` (trapezoids). `y_max`
 /// is the best accuracy of the comparison pool, so AUP moves when the pool changes: state it
-/// with the figure. `None` without a point of positive parallelism.
+/// with the figure. `None` without a point of positive parallelism, or with `y_max` below a
+/// point's accuracy; 0 when `y_max` is 0 (every accuracy is 0, and so is the area, whatever
+/// the weight).
 pub fn aup(points: &[(f64, f64)], y_max: f64, alpha: f64) -> Option<f64> {
     let mut pts: Vec<(f64, f64)> = points
         .iter()
         .copied()
         .filter(|(r, y)| *r > 0.0 && r.is_finite() && y.is_finite())
         .collect();
-    if pts.is_empty() || y_max.is_nan() || y_max <= 0.0 {
+    if pts.is_empty() || y_max.is_nan() || pts.iter().any(|p| p.1 > y_max) {
         return None;
+    }
+    if y_max <= 0.0 {
+        return Some(0.0);
     }
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let floor = pts[0].1 - AUP_FLOOR_OFFSET;
@@ -644,6 +651,10 @@ mod tests {
         assert!(aup(&[(1.0, 80.0)], 90.0, AUP_ALPHA).unwrap() < 80.0);
         assert_eq!(aup(&[], 80.0, AUP_ALPHA), None);
         assert_eq!(aup(&[(0.0, 80.0)], 80.0, AUP_ALPHA), None);
+        // A pool where nothing is right: the curve is 0, so is its area.
+        assert_eq!(aup(&[(1.0, 0.0), (3.0, 0.0)], 0.0, AUP_ALPHA), Some(0.0));
+        // y_max below a point's accuracy is not a pool's best: refused.
+        assert_eq!(aup(&[(1.0, 80.0)], 70.0, AUP_ALPHA), None);
     }
 
     #[test]

@@ -409,6 +409,13 @@ pub struct MetricDecl {
     /// Digits shown after the decimal point.
     #[serde(default = "default_digits")]
     pub digits: usize,
+    /// One of the task's headline metrics: the figures its verdict judges against the AR
+    /// baseline and the report's summary names (GSM8K's accuracy, a code task's pass@k).
+    /// A task that marks none is judged on TER/SER (formal tasks) or on its higher-is-better
+    /// metrics (text tasks). Set with [`MetricDecl::with_headline`]. Since API 1.6 (absent in
+    /// older descriptions, where it reads as `false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub headline: bool,
 }
 
 fn default_digits() -> usize {
@@ -429,12 +436,19 @@ impl MetricDecl {
             kind,
             better,
             digits: default_digits(),
+            headline: false,
         }
     }
 
     /// The same metric shown with `digits` digits after the decimal point.
     pub fn with_digits(mut self, digits: usize) -> Self {
         self.digits = digits;
+        self
+    }
+
+    /// The same metric marked as a headline metric ([`MetricDecl::headline`]). Since API 1.6.
+    pub fn with_headline(mut self) -> Self {
+        self.headline = true;
         self
     }
 }
@@ -676,4 +690,25 @@ pub struct GenerateReply {
     /// interpreting it. `None` from a model that does not say. Since API 1.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_from_before_api_1_6_reads_as_no_headline_and_a_headline_round_trips() {
+        let old = r#"{"name": "passed", "label": "pass", "kind": "rate", "better": "higher"}"#;
+        let d: MetricDecl = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            d,
+            MetricDecl::new("passed", "pass", MetricKind::Rate, Better::Higher)
+        );
+        assert!(!d.headline);
+        assert!(!serde_json::to_string(&d).unwrap().contains("headline"));
+        let marked = d.with_headline();
+        let back: MetricDecl =
+            serde_json::from_str(&serde_json::to_string(&marked).unwrap()).unwrap();
+        assert!(back.headline);
+    }
 }

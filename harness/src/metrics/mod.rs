@@ -63,6 +63,22 @@ fn is_left_to_right(cell: &CellRecord) -> bool {
     cell.one_step_per_token && !cell.model_autoregressive
 }
 
+/// The forwards a sample is charged (docs/user-guide.md, the counting rule): what its sampler
+/// reports, except that a decoder emitting one token per forward (AR, left-to-right) is
+/// charged one forward per token of its completion. The forwards it spent past the
+/// completion's end (after its end-of-text token or stop string), which a decoder that stops
+/// there never makes, are not charged, nor is the one that emitted the end marker (the
+/// marker is not counted as a token either): such a decoder's tokens per forward is exactly 1
+/// (an empty completion is charged nothing).
+/// `batch_nfe` keeps the forwards actually made.
+fn charged_nfe(r: &SampleRecord, one_per_token: bool) -> u64 {
+    if one_per_token {
+        r.nfe.min(r.generated_tokens)
+    } else {
+        r.nfe
+    }
+}
+
 /// Whether a cell comes from an autoregressive model (the plugin's `autoregressive`
 /// capability).
 fn is_ar_model_cell(cell: &CellRecord) -> bool {
@@ -336,7 +352,8 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
             / total_tokens.max(1) as f64,
     );
     if !spec.is_reference() {
-        let nfe: u64 = rows.iter().map(|r| r.nfe).sum();
+        let one_per_token = c.one_step_per_token || c.model_autoregressive;
+        let nfe: u64 = rows.iter().map(|r| charged_nfe(r, one_per_token)).sum();
         let generated: u64 = rows.iter().map(|r| r.generated_tokens).sum();
         s.nfe = Some(nfe as f64 / n as f64);
         s.tokens_per_forward = (nfe > 0).then(|| generated as f64 / nfe as f64);

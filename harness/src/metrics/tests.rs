@@ -216,3 +216,36 @@ fn unigram_entropy_of_uniform_and_constant() {
     assert!((unigram_entropy(&[0, 1, 2, 3]) - 4f64.ln()).abs() < 1e-12);
     assert_eq!(unigram_entropy(&[5, 5, 5]), 0.0);
 }
+
+/// The counting rule: a decoder that emits one token per forward is charged one forward per
+/// token of its completion, however far past the completion's end it ran (AR's tokens per
+/// forward is 1, not 36/47); a diffusion sampler is charged what it reports.
+#[test]
+fn one_token_per_forward_decoders_are_charged_their_completion() {
+    let sample = |c: &CellRecord, index: u64, generated_tokens: u64| SampleRecord {
+        unit: c.unit.clone(),
+        key: c.key.clone(),
+        index,
+        tokens: vec![0; 47],
+        log_q: None,
+        in_support: true,
+        first_invalid: None,
+        invalid_transitions: 0,
+        extra: Default::default(),
+        nfe: 47,
+        generated_tokens,
+    };
+    for (model, sampler, ar) in [("ar", "ar", true), ("mdm", "left_to_right", false)] {
+        let c = cell(model, sampler, ar, None);
+        let rows = [sample(&c, 0, 36), sample(&c, 1, 40), sample(&c, 2, 0)];
+        let s = summarize_cell(&c, &rows.iter().collect::<Vec<_>>());
+        // Forwards charged: 36 + 40 + 0 (the forward emitting the end marker is not charged).
+        assert_eq!(s.nfe, Some(76.0 / 3.0), "{sampler}");
+        assert_eq!(s.tokens_per_forward, Some(1.0), "{sampler}");
+    }
+    let c = cell("mdm", "ddpm_cache", false, None);
+    let rows = [sample(&c, 0, 36), sample(&c, 1, 40)];
+    let s = summarize_cell(&c, &rows.iter().collect::<Vec<_>>());
+    assert_eq!(s.nfe, Some(47.0));
+    assert_eq!(s.tokens_per_forward, Some(76.0 / 94.0));
+}

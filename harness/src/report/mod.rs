@@ -20,15 +20,18 @@ use dlm_plugin_api::ErrorKind;
 use minijinja::{context, Environment};
 use serde::Serialize;
 
+mod headline;
 pub mod svg;
 mod task;
 pub mod theory_view;
 mod training_table;
 mod verdict;
 
+pub use headline::HeadlineLine;
+pub(crate) use task::replayed;
 use training_table::training_rows;
 pub use training_table::TrainingRow;
-pub use verdict::{baseline_warnings, BaselineWarning, Verdict};
+pub use verdict::{baseline_warnings, select_headline, BaselineWarning, Verdict, VerdictTable};
 
 /// The machine-readable twin of `report.html`.
 pub const REPORT_JSON: &str = "report.json";
@@ -240,6 +243,13 @@ fn failure_groups<'a>(failed: &[&'a CellSummary]) -> Vec<serde_json::Value> {
 pub struct Report {
     pub tasks: Vec<TaskSection>,
     pub verdicts: Vec<Verdict>,
+    /// One generated sentence per task: its best finding ([`headline::summarize`]).
+    pub headline: Vec<HeadlineLine>,
+    /// The verdicts as the page shows them: one table per task kind and headline metrics.
+    pub verdict_tables: Vec<VerdictTable>,
+    /// Set when the run has no AR cell at all (an oracle-only suite): what the verdicts are
+    /// judged against instead, said in one line rather than an empty baseline column.
+    pub no_ar_model: Option<String>,
     /// Series label → colour, for legends.
     pub legend: Vec<LegendEntry>,
     /// The paper's theorems checked on the run's oracle cells (`theory::analyse`), if it has
@@ -262,6 +272,8 @@ pub struct LegendEntry {
     pub label: String,
     pub color: String,
     pub ar: bool,
+    /// Replayed from a file (no network call): a reference line, not a series against steps.
+    pub replayed: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -284,6 +296,8 @@ pub struct TaskSection {
     /// Metrics this task declares (columns of the cell table, values in `rows[].metrics`).
     pub task_metrics: Vec<crate::registry::MetricDef>,
     pub ar_units: Vec<String>,
+    /// Which columns of the "All cells" table have a value in some row of this task.
+    pub columns: CellColumns,
     pub samples: Vec<CellSamples>,
     /// Text tasks: accuracy under parallelism per series (d3LLM's AUP).
     pub aup: Option<AupTable>,
@@ -298,17 +312,49 @@ pub struct TaskSection {
     pub document_notes: Vec<String>,
 }
 
+/// The "All cells" table's optional columns for one task: a column is shown when some row has
+/// a value in it (text and code tasks have no TER, entropy or first error), and a cell that
+/// made no forwards (a replay) shows "—" for steps and every cost.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CellColumns {
+    pub steps: bool,
+    pub ter: bool,
+    pub ser: bool,
+    pub unigram_entropy: bool,
+    pub first_error: bool,
+    pub nfe: bool,
+    pub tokens_per_forward: bool,
+    pub wall: bool,
+    pub tokens_per_second: bool,
+    pub speedup: bool,
+    /// Task-declared metrics with a value (or a note) in some row, by name.
+    pub metrics: Vec<String>,
+    /// Labels of declared metrics with no value in any row (not shown).
+    pub empty_metrics: Vec<String>,
+    /// Cells that made no forwards (replays): steps, NFE, tokens per forward, wall time,
+    /// throughput and speedup do not apply.
+    pub no_forwards: Vec<String>,
+}
+
 /// AUP of every series of a text task against one comparison pool.
 #[derive(Debug, Clone, Serialize)]
 pub struct AupTable {
     /// The accuracy metric (the task's first declared higher-is-better rate).
     pub metric: String,
-    /// The best accuracy in the pool, in percent: AUP's reference `y_max`.
+    /// The best accuracy in the pool, in percent: AUP's reference `y_max` (of the pool's
+    /// points only).
     pub y_max: f64,
-    /// The series in the pool (every model series of the task in this run).
+    /// The series in the pool (every model series of the task in this run that made
+    /// forwards).
     pub pool: Vec<String>,
+    /// Series left out of the pool, with why (a replay makes no forwards, so it has no tokens
+    /// per forward and no place on AUP's axis).
+    pub left_out: Vec<String>,
     /// Penalty factor α of the quality weight.
     pub alpha: f64,
+    /// Documents the CI resamples, and how many resamples it draws.
+    pub documents: usize,
+    pub resamples: usize,
     pub rows: Vec<AupRow>,
 }
 
@@ -317,6 +363,8 @@ pub struct AupTable {
 pub struct AupRow {
     pub series: String,
     pub aup: Option<f64>,
+    /// Bootstrap 95% CI over documents ([`crate::stats::aup_ci`]).
+    pub ci: Option<(f64, f64)>,
     /// (tokens per forward, accuracy %) points it was computed from.
     pub points: Vec<(f64, f64)>,
 }
@@ -335,10 +383,13 @@ pub struct CellSamples {
     pub key: String,
     pub unit: String,
     pub n: usize,
+    /// A text task's cell: completions shown as a reader needs them ([`TextSampleView`]).
+    pub text: bool,
     pub shown: Vec<SampleView>,
 }
 
-/// One sample sequence, split around its first invalid position for highlighting.
+/// One sample sequence, split around its first invalid position for highlighting (a text
+/// task's completion around its first wrong step's line).
 #[derive(Debug, Serialize)]
 pub struct SampleView {
     pub index: u64,
@@ -350,6 +401,36 @@ pub struct SampleView {
     pub first_invalid: Option<usize>,
     /// Task-specific fields (`extra`) as JSON text; shown escaped.
     pub extra: Option<String>,
+    /// Text tasks: what a reader needs around the completion.
+    pub text: Option<TextSampleView>,
+}
+
+/// A text task's sample beside its completion: the prompt, the gold answer, the extracted
+/// answer, the outcome and its cause, and the scoring fields as a key/value table. Runs written
+/// before the worker recorded the prompt and the reference (and the reasoning tasks their
+/// extracted and gold answers) show what they have.
+#[derive(Debug, Default, Serialize)]
+pub struct TextSampleView {
+    pub prompt_id: Option<String>,
+    pub prompt: Option<String>,
+    /// The gold answer (`gold`), else the reference completion (`reference`).
+    pub gold: Option<String>,
+    /// `gold` is a whole reference completion (shown in `<pre>`), not a short answer.
+    pub gold_is_completion: bool,
+    /// That reference completion is the completion itself (the reference row, a gold replay).
+    pub gold_is_this: bool,
+    /// The extracted answers: (filter, answer or "none found").
+    pub extracted: Vec<(String, String)>,
+    /// "pass"/"fail" (a task that records `passed`), else "correct"/"incorrect".
+    pub outcome: String,
+    pub ok: bool,
+    /// Why it failed, where the task says (`cause`, `stage`, `failing_test`, `message`; the
+    /// first wrong step; an empty or masked completion).
+    pub cause: Option<String>,
+    /// The program that ran (code tasks' `code`), when it differs from the completion.
+    pub program: Option<String>,
+    /// Every other scoring field, as (key, value) text.
+    pub fields: Vec<(String, String)>,
 }
 
 impl Report {
@@ -377,6 +458,10 @@ impl Report {
         serde_json::json!({
             "format": "dlm-bench report 1",
             "run": identity(manifest),
+            "headline": self.headline.iter().map(|h| serde_json::json!({
+                "task": h.task, "sentence": h.sentence,
+            })).collect::<Vec<_>>(),
+            "no_ar_model": self.no_ar_model,
             "verdicts": self.verdicts,
             "baseline_warnings": self.baseline_warnings,
             "timing": self.timing,
@@ -465,6 +550,7 @@ pub fn build(
     }
     let mut tasks = Vec::new();
     let mut verdicts = Vec::new();
+    let headline_order = task_names.clone();
     for task in task_names {
         let (section, task_verdicts) = task::section(&run, task, summary);
         tasks.push(section);
@@ -476,8 +562,14 @@ pub fn build(
         v.baseline_missing =
             v.baseline.is_none() && baseline_warnings.iter().any(|w| w.task == v.task);
     }
+    let no_ar_model = (run.legend.iter().all(|l| !l.ar) && baseline_warnings.is_empty())
+        .then(|| verdict::no_ar_line(&verdicts))
+        .flatten();
     Report {
         tasks,
+        headline: headline::summarize(&headline_order, &verdicts),
+        verdict_tables: verdict::tables(&verdicts),
+        no_ar_model,
         verdicts,
         baseline_warnings,
         timing: crate::results::timing_line(&manifest.sessions),

@@ -18,6 +18,24 @@ pub struct TheoryRow {
     pub reason: String,
     /// Shown for comparison; outside the theorem's verdict.
     pub supplementary: bool,
+    /// Theorem 4.2: one fit per step count, with the interval that decides it.
+    pub fits: Vec<FitRow>,
+}
+
+/// One step count of a Theorem 4.2 task: the slope of excess TER against `ln L`, its plain
+/// 95% interval, and the Bonferroni interval (level `1 − 0.05/m`) that decides the verdict
+/// (`theory` module docs: it holds when that interval contains 0 or lies below it).
+#[derive(Debug, Serialize)]
+pub struct FitRow {
+    pub steps: usize,
+    pub slope: String,
+    pub ci95: String,
+    /// e.g. `98.75%`.
+    pub family_level: String,
+    pub ci_family: String,
+    /// Where the deciding interval lies: `contains 0`, `below 0`, `above 0`, or empty.
+    pub position: &'static str,
+    pub status: &'static str,
 }
 
 /// What the report shows of a theory analysis.
@@ -33,6 +51,44 @@ pub struct TheoryView {
     pub plots: Vec<Plot>,
 }
 
+/// A step count's fit as the table shows it.
+fn fit_row(f: &crate::theory::TerFit) -> FitRow {
+    let interval =
+        |(lo, hi): (f64, f64)| format!("[{}, {}]", fmt_num(Some(lo), 4), fmt_num(Some(hi), 4));
+    FitRow {
+        steps: f.steps,
+        slope: f
+            .fit
+            .as_ref()
+            .map(|x| fmt_num(Some(x.slope), 4))
+            .unwrap_or_else(|| "—".into()),
+        ci95: f
+            .fit
+            .as_ref()
+            .map(|x| interval(x.slope_ci))
+            .unwrap_or_else(|| "—".into()),
+        family_level: format!("{}%", fmt_sig(100.0 * f.family_confidence)),
+        ci_family: f
+            .slope_ci_family
+            .map(interval)
+            .unwrap_or_else(|| "—".into()),
+        position: match f.slope_ci_family {
+            _ if f.verdict.status == crate::theory::VerdictStatus::NotEnoughData => "",
+            Some((_, hi)) if hi < 0.0 => "below 0",
+            Some((lo, _)) if lo > 0.0 => "above 0",
+            Some(_) => "contains 0",
+            None => "",
+        },
+        status: f.verdict.status.label(),
+    }
+}
+
+/// A percentage with as many decimals as it needs (95, 98.75, 99.1667 → 99.17).
+fn fmt_sig(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn verdict(v: &Verdict) -> (&'static str, String) {
     (v.status.label(), v.reason.clone())
 }
@@ -43,33 +99,18 @@ pub fn view(t: &TheoryReport) -> TheoryView {
     let mut plots = Vec::new();
     if let Some(th) = &t.theorem_4_2 {
         for task in &th.tasks {
-            let slopes: Vec<String> = task
-                .fits
-                .iter()
-                .filter_map(|f| {
-                    f.fit.as_ref().map(|fit| {
-                        format!(
-                            "{} steps: {} [{}, {}]",
-                            f.steps,
-                            fmt_num(Some(fit.slope), 4),
-                            fmt_num(Some(fit.slope_ci.0), 4),
-                            fmt_num(Some(fit.slope_ci.1), 4)
-                        )
-                    })
-                })
-                .collect();
             rows.push(TheoryRow {
                 theorem: "4.2",
                 task: task.task.clone(),
                 label: task.label.clone(),
                 measurement: format!(
-                    "slope of excess TER against ln L (95% CI), L ∈ {:?}: {}",
-                    task.lengths,
-                    slopes.join("; ")
+                    "slope of excess TER (TER/optimum − 1) against ln L, L ∈ {:?}; the verdict at each step count is decided by the Bonferroni interval",
+                    task.lengths
                 ),
                 status: task.verdict.status.label(),
                 reason: task.verdict.reason.clone(),
                 supplementary: false,
+                fits: task.fits.iter().map(fit_row).collect(),
             });
             plots.push(ter_plot(task));
         }
@@ -104,6 +145,7 @@ pub fn view(t: &TheoryReport) -> TheoryView {
                 status: task.verdict.status.label(),
                 reason: task.verdict.reason.clone(),
                 supplementary: task.role == SerRole::Supplementary,
+                fits: Vec::new(),
             });
             plots.push(steps_plot(task, th.target_ser));
         }
@@ -169,12 +211,13 @@ fn ter_plot(task: &crate::theory::TerTask) -> Plot {
         frontier: None,
         x_hint: None,
         message: None,
+        key: true,
     };
     Plot {
         title: chart.title.clone(),
         svg: chart.has_data().then(|| chart.render()),
         note: Some(format!(
-            "Lines: one per length L ∈ {:?}; bands: 95% CI. Theorem 4.2: the lines coincide as L grows.",
+            "One line per length L ∈ {:?} (key under the plot); bands: 95% CI; dotted: the exact optimum. Theorem 4.2: the lines coincide as L grows.",
             task.lengths
         )),
     }
@@ -183,7 +226,7 @@ fn ter_plot(task: &crate::theory::TerTask) -> Plot {
 /// Theorem 4.4: steps needed for the target SER against L, with the fitted line.
 fn steps_plot(task: &crate::theory::SerTask, target: f64) -> Plot {
     let mut series = vec![Series {
-        name: "measured (Wilson-bound range)".into(),
+        name: "measured (bars: Wilson-bound range)".into(),
         color: PALETTE[0].to_string(),
         points: task
             .steps_needed
@@ -221,7 +264,7 @@ fn steps_plot(task: &crate::theory::SerTask, target: f64) -> Plot {
         .collect();
     if !exact.is_empty() {
         series.push(Series {
-            name: "exact".into(),
+            name: "exact (closed form)".into(),
             color: PALETTE[4].to_string(),
             points: exact,
             line: false,
@@ -232,7 +275,7 @@ fn steps_plot(task: &crate::theory::SerTask, target: f64) -> Plot {
     if let Some(fit) = &task.fit {
         let xs = task.lengths.iter().map(|&l| l as f64);
         series.push(Series {
-            name: "linear fit".into(),
+            name: "least-squares line".into(),
             color: "#666".into(),
             points: xs
                 .map(|x| Point {
@@ -260,13 +303,14 @@ fn steps_plot(task: &crate::theory::SerTask, target: f64) -> Plot {
         frontier: None,
         x_hint: None,
         message: None,
+        key: true,
     };
     Plot {
         title: chart.title.clone(),
         svg: chart.has_data().then(|| chart.render()),
         note: Some(match task.role {
             SerRole::Primary => {
-                "Circles: interpolated on the step grid, bars from the Wilson bounds; grey: the least-squares line. Theorem 4.4: linear growth.".into()
+                "Circles: interpolated on the step grid, bars from the Wilson bounds; squares: the exact steps from the closed form (where the task has one); grey: the least-squares line. Theorem 4.4: linear growth.".into()
             }
             SerRole::Supplementary => {
                 "Shown for comparison (n-gram SER variant): outside Theorem 4.4's verdict.".into()

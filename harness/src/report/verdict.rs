@@ -7,12 +7,37 @@ use crate::metrics::{CellSummary, NO_AR_RULE};
 use crate::results::CellStatus;
 use serde::Serialize;
 
+mod text;
+
+pub use text::{basis_line, headline_metrics, select_headline, Headline, MetricVerdict};
+
+/// What a verdict judges: TER and SER (formal tasks, against AR or the exact optimum) or the
+/// task's headline metrics (text and code tasks, against AR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    Formal,
+    Text,
+}
+
 /// The verdict for one model × sampler series of a task.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
     pub task: String,
     pub anchor: String,
     pub series: String,
+    pub kind: VerdictKind,
+    /// Every cell of the series replayed generations made elsewhere (no network call): it
+    /// has no step count or speed to compare.
+    pub replay: bool,
+    /// Text tasks: each headline metric against the baseline (empty for formal tasks).
+    pub metrics: Vec<MetricVerdict>,
+    /// The quality at the fewest steps matches the baseline, so its speedup compares like
+    /// with like; otherwise the table leaves that speedup out.
+    pub fewest_matches: bool,
+    /// Text tasks: every headline metric sits at its worst value in the baseline and the
+    /// series alike ("both 0%"), so nothing can be judged.
+    pub no_signal: bool,
     pub baseline: Option<String>,
     pub baseline_unit: Option<String>,
     /// `model · sampler` of the baseline cell.
@@ -124,6 +149,20 @@ impl Judged<'_> {
     }
 }
 
+/// A cell's speedup where it means something: measured, positive, and from a cell that made
+/// network calls (a replay's "0.00×" is not a speed).
+fn speed(r: &CellSummary) -> Option<f64> {
+    r.speedup
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .filter(|_| r.nfe.is_some_and(|n| n > 0.0))
+}
+
+/// A series whose cells made no network call: generations replayed from a file.
+/// Every point replayed (no network call made): one definition with the plots and tables.
+fn is_replay(points: &[&CellSummary]) -> bool {
+    points.iter().all(|r| super::replayed(r))
+}
+
 fn steps_word(s: usize) -> String {
     if s == 1 {
         "1 step".to_string()
@@ -148,7 +187,7 @@ fn matched_clause(m: &CellSummary, baseline: Option<&CellSummary>) -> String {
         ". With both, from {}: {} network calls per sample{}",
         steps_word(m.steps.unwrap_or(0)),
         fmt_num(m.nfe, 1),
-        match (m.speedup, baseline.and_then(|b| b.nfe)) {
+        match (speed(m), baseline.and_then(|b| b.nfe)) {
             (Some(sp), Some(bn)) =>
                 format!(" (AR: {}), {:.2}× AR's tokens/s", fmt_num(Some(bn), 0), sp),
             (Some(sp), None) => format!(", {sp:.2}× AR's tokens/s"),
@@ -157,8 +196,9 @@ fn matched_clause(m: &CellSummary, baseline: Option<&CellSummary>) -> String {
     )
 }
 
-/// ". At 1 step: TER …, SER …, 3.1× AR's tokens/s".
-fn fewest_clause(fewest: &CellSummary) -> String {
+/// ". At 1 step: TER …, SER …, 3.1× AR's tokens/s" (`matches`: at AR's quality there; the
+/// speed of worse samples is said to be so).
+fn fewest_clause(fewest: &CellSummary, matches: bool) -> String {
     format!(
         ". At {}: TER {}, SER {}{}",
         steps_word(fewest.steps.unwrap_or(0)),
@@ -171,9 +211,12 @@ fn fewest_clause(fewest: &CellSummary) -> String {
             None => "—".into(),
         },
         fmt_num(fewest.ser, 3),
-        fewest
-            .speedup
-            .map(|s| format!(", {s:.2}× AR's tokens/s"))
+        speed(fewest)
+            .map(|s| if matches {
+                format!(", {s:.2}× AR's tokens/s")
+            } else {
+                format!(", {s:.2}× AR's tokens/s at a quality that does not match AR's")
+            })
             .unwrap_or_default()
     )
 }
@@ -197,7 +240,8 @@ fn below_optimum_clause(points: &[&CellSummary], optimal_ter: Option<f64>) -> St
     )
 }
 
-/// The verdict of one MDM series against its AR baseline (or the exact optimum without one).
+/// The verdict of one MDM series against its AR baseline (or the exact optimum without one):
+/// on TER and SER for a formal task, on `headline` for a text task (`Some`).
 pub(super) fn verdict(
     task: &str,
     label: &str,
@@ -205,10 +249,15 @@ pub(super) fn verdict(
     baseline: Option<&CellSummary>,
     optimal_ter: Option<f64>,
     qualify_baseline: bool,
-    text: bool,
+    headline: Option<&[Headline]>,
 ) -> Verdict {
-    if text {
-        return text_verdict(task, label, points, baseline, qualify_baseline);
+    if let Some(headline) = headline {
+        let rule = points[0].baseline_rule.as_deref();
+        let against = match baseline {
+            Some(b) => against(Some(b), rule, qualify_baseline),
+            None => "no AR baseline".to_string(),
+        };
+        return text::text_verdict(task, label, points, baseline, headline, against);
     }
     let judged = Judged {
         points,
@@ -232,8 +281,9 @@ pub(super) fn verdict(
     if let Some(m) = matched {
         sentence.push_str(&matched_clause(m, baseline));
     }
+    let fewest_matches = judged.ter_ok(fewest) && judged.ser_ok(fewest) && both == fewest.steps;
     if points.len() > 1 || matched.is_none() {
-        sentence.push_str(&fewest_clause(fewest));
+        sentence.push_str(&fewest_clause(fewest, fewest_matches));
     }
     sentence.push('.');
     sentence.push_str(&below_optimum_clause(points, optimal_ter));
@@ -241,6 +291,11 @@ pub(super) fn verdict(
         task: task.to_string(),
         anchor: format!("task-{}", anchor(task)),
         series: label.to_string(),
+        kind: VerdictKind::Formal,
+        replay: false,
+        metrics: Vec::new(),
+        fewest_matches,
+        no_signal: false,
         baseline: baseline.map(|b| b.key.clone()),
         baseline_unit: baseline.map(|b| b.unit.clone()),
         baseline_label: baseline
@@ -252,96 +307,63 @@ pub(super) fn verdict(
         ter_match_steps: ter_match,
         ser_match_steps: ser_match,
         match_steps: both,
-        match_speedup: matched.and_then(|m| m.speedup),
+        match_speedup: matched.and_then(speed),
         match_nfe: matched.and_then(|m| m.nfe),
         fewest_steps: fewest.steps,
         fewest_ter: fewest.ter,
         fewest_ter_infinite: fewest.ter.is_none() && fewest.zero_probability_samples > 0,
         fewest_ser: fewest.ser,
-        fewest_speedup: fewest.speedup,
+        fewest_speedup: speed(fewest),
         sentence,
         baseline_missing: false,
     }
 }
 
-/// A text task's verdict: from how many steps the series' SER (wrong chains) matches its AR
-/// baseline's (or is consistent with 0), and its accuracy there. Text tasks have no TER.
-fn text_verdict(
-    task: &str,
-    label: &str,
-    points: &[&CellSummary],
-    baseline: Option<&CellSummary>,
-    qualify_baseline: bool,
-) -> Verdict {
-    let judged = Judged {
-        points,
-        baseline,
-        optimal_ter: None,
-    };
-    let ser_match = judged.from(|r| judged.ser_ok(r));
-    let matched = ser_match.and_then(|s| points.iter().copied().find(|r| r.steps == Some(s)));
-    let fewest = points[0];
-    let rule = fewest.baseline_rule.clone();
-    let accuracy = |r: &CellSummary| {
-        r.metrics
-            .get("accuracy_strict")
-            .and_then(|m| m.value)
-            .map(|a| format!(", accuracy {}", fmt_num(Some(a), 3)))
-            .unwrap_or_default()
-    };
-    let against = match (baseline, rule.as_deref()) {
-        (None, _) => "error-free chains".to_string(),
-        (b, r) => against(b, r, qualify_baseline),
-    };
-    let sentence = format!(
-        "{label} vs {against}: {}",
-        judged.describe(
-            ser_match,
-            "SER",
-            judged.closest(|r| r.ser, baseline.and_then(|b| b.ser).or(Some(0.0)), 3)
-        )
-    );
-    let mut sentence = sentence.replace(
-        "consistent with the optimum",
-        "consistent with no wrong chain",
-    );
-    if let Some(m) = matched {
-        sentence.push_str(&matched_clause(m, baseline).replace(". With both, from", ". From"));
+/// One verdict table: the formal tasks' (TER and SER), or the text tasks sharing one set of
+/// headline metrics (its columns).
+#[derive(Debug, Clone, Serialize)]
+pub struct VerdictTable {
+    pub kind: VerdictKind,
+    /// The headline metrics' labels, in column order (empty for a formal table).
+    pub metrics: Vec<String>,
+    pub rows: Vec<Verdict>,
+}
+
+/// The verdicts as tables, in the order their first rows come: one for the formal tasks, one
+/// per set of headline metrics for the text tasks, so that no column is foreign to a row.
+pub fn tables(verdicts: &[Verdict]) -> Vec<VerdictTable> {
+    let mut out: Vec<VerdictTable> = Vec::new();
+    for v in verdicts {
+        let metrics: Vec<String> = v.metrics.iter().map(|m| m.label.clone()).collect();
+        match out
+            .iter_mut()
+            .find(|t| t.kind == v.kind && t.metrics == metrics)
+        {
+            Some(t) => t.rows.push(v.clone()),
+            None => out.push(VerdictTable {
+                kind: v.kind,
+                metrics,
+                rows: vec![v.clone()],
+            }),
+        }
     }
-    sentence.push_str(&format!(
-        ". At {}: SER {}{}{}.",
-        steps_word(fewest.steps.unwrap_or(0)),
-        fmt_num(fewest.ser, 3),
-        accuracy(fewest),
-        baseline
-            .map(|b| format!(" (AR: SER {}{})", fmt_num(b.ser, 3), accuracy(b)))
-            .unwrap_or_default()
-    ));
-    Verdict {
-        task: task.to_string(),
-        anchor: format!("task-{}", anchor(task)),
-        series: label.to_string(),
-        baseline: baseline.map(|b| b.key.clone()),
-        baseline_unit: baseline.map(|b| b.unit.clone()),
-        baseline_label: baseline
-            .map(|b| format!("{} · {}", b.model, b.sampler.as_deref().unwrap_or("?"))),
-        baseline_rule: rule,
-        baseline_ter: None,
-        baseline_ser: baseline.and_then(|b| b.ser),
-        optimal_ter: None,
-        ter_match_steps: None,
-        ser_match_steps: ser_match,
-        match_steps: ser_match,
-        match_speedup: matched.and_then(|m| m.speedup),
-        match_nfe: matched.and_then(|m| m.nfe),
-        fewest_steps: fewest.steps,
-        fewest_ter: None,
-        fewest_ter_infinite: false,
-        fewest_ser: fewest.ser,
-        fewest_speedup: fewest.speedup,
-        sentence,
-        baseline_missing: false,
+    out
+}
+
+/// The one line a run with no AR model at all gets in place of a verdict table with an empty
+/// baseline column (an oracle-only suite, such as the theory suite); `None` when some verdict
+/// has a baseline or there is none.
+pub fn no_ar_line(verdicts: &[Verdict]) -> Option<String> {
+    if verdicts.is_empty() || verdicts.iter().any(|v| v.baseline.is_some()) {
+        return None;
     }
+    let formal = verdicts.iter().any(|v| v.kind == VerdictKind::Formal);
+    Some(if formal {
+        "the reference is each task's exact optimum — TER against exp(H/L), the lowest any model can reach, SER against 0 — so there is no speedup; the table per series is one click below."
+    } else {
+        "its text and code series have no reference to be judged against and no speedup; their values are below."
+    }
+    .to_string())
 }
 
 /// A task whose diffusion series have no AR baseline where that is a problem, not the suite's
@@ -412,7 +434,7 @@ pub fn baseline_warnings(summary: &[CellSummary], filters: &RunFilters) -> Vec<B
                 reasons.push(
                     "this task has no exact optimum to stand in for AR; add an autoregressive model (or a one-token-per-step sampler of the same model) to the suite".into(),
                 );
-                "error-free samples (SER 0)"
+                "nothing (their headline metrics are shown without a reference)"
             };
             if reasons.is_empty() {
                 return None;

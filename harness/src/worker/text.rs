@@ -288,6 +288,18 @@ pub(super) fn run_text_cell(
             score
                 .extra
                 .insert("prompt_id".into(), prompt.id.clone().into());
+            // The prompt and its reference completion, for the report's sample display (as
+            // lm-eval's `--log_samples` keeps them); a task's own keys of these names win.
+            score
+                .extra
+                .entry("prompt".into())
+                .or_insert_with(|| prompt.text.clone().into());
+            if let Some(reference) = &prompt.reference {
+                score
+                    .extra
+                    .entry("reference".into())
+                    .or_insert_with(|| reference.clone().into());
+            }
             score.extra.insert("completion".into(), output.text.into());
             score.extra.insert("empty_completion".into(), empty.into());
             score

@@ -16,6 +16,9 @@
 //! | `first_error_step` | 1-based index of the first wrong annotation step, if any | mean |
 //! | `coverage` | checked ÷ candidate annotation steps | mean |
 //!
+//! Beside them, for the report only: `extracted_strict`, `extracted_flexible` (null: none
+//! found), `gold` and `first_wrong` (`line n: left = right`);
+//!
 //! and `in_support` = the chain is right: the strict answer is correct and no annotation step
 //! is wrong, so the harness's SER is the share of chains with a wrong step or a wrong answer.
 //!
@@ -132,18 +135,21 @@ fn metrics(scoring: Scoring) -> Vec<MetricDecl> {
         Scoring::LmEval | Scoring::Both => "lm-eval exact match",
         Scoring::Numeric => "numeric",
     };
+    // The headline: what the report's verdict judges against AR and its summary names.
     let mut declared = vec![
         rate(
             "accuracy_strict",
             &format!("accuracy (strict, {mode})"),
             Better::Higher,
-        ),
+        )
+        .with_headline(),
         rate(
             "accuracy_flexible",
             &format!("accuracy (flexible, {mode})"),
             Better::Higher,
-        ),
-        mean("step_error_rate", "step error rate", Better::Lower),
+        )
+        .with_headline(),
+        mean("step_error_rate", "step error rate", Better::Lower).with_headline(),
         mean(
             "free_text_step_error_rate",
             "step error rate (free text)",
@@ -175,7 +181,7 @@ fn metrics(scoring: Scoring) -> Vec<MetricDecl> {
 pub fn score_completion(verifier: &Verifier, completion: &str, gold: &str) -> SampleScore {
     let v = verifier.verify(completion, Some(gold));
     let numeric = Correct::numeric(&v);
-    scored(&v, numeric, None)
+    scored(&v, gold, numeric, None)
 }
 
 /// Verify a completion to a GSM8K problem under `scoring`. The lm-eval target follows the
@@ -194,10 +200,11 @@ pub fn score_gsm8k_completion(
         strict: lm_eval_exact_match(v.strict_answer.as_deref(), target),
         flexible: lm_eval_exact_match(v.flexible_answer.as_deref(), target),
     };
+    let gold = &problem.gold;
     match scoring {
-        Scoring::LmEval => scored(&v, lm_eval, None),
-        Scoring::Numeric => scored(&v, numeric, None),
-        Scoring::Both => scored(&v, lm_eval, Some(numeric)),
+        Scoring::LmEval => scored(&v, gold, lm_eval, None),
+        Scoring::Numeric => scored(&v, gold, numeric, None),
+        Scoring::Both => scored(&v, gold, lm_eval, Some(numeric)),
     }
 }
 
@@ -218,8 +225,8 @@ impl Correct {
 }
 
 /// The score of a verified completion: `correct` under the usual names (it also decides the
-/// chain and the trace error), `also_numeric` under the `…_numeric` names.
-fn scored(v: &Verification, correct: Correct, also_numeric: Option<Correct>) -> SampleScore {
+/// chain and the trace error), `also` under the `…_numeric` names.
+fn scored(v: &Verification, gold: &str, correct: Correct, also: Option<Correct>) -> SampleScore {
     let Correct { strict, flexible } = correct;
     let a = &v.annotation;
     let ratio = |wrong: usize, checked: usize| -> Value {
@@ -231,9 +238,13 @@ fn scored(v: &Verification, correct: Correct, also_numeric: Option<Correct>) -> 
     };
     let chain_right = strict && a.wrong == 0;
     let mut extra = BTreeMap::new();
+    // For the report's sample display: the extracted answers and the gold one.
+    extra.insert("gold".into(), json!(gold));
+    extra.insert("extracted_strict".into(), json!(v.strict_answer));
+    extra.insert("extracted_flexible".into(), json!(v.flexible_answer));
     extra.insert("accuracy_strict".into(), json!(strict));
     extra.insert("accuracy_flexible".into(), json!(flexible));
-    if let Some(n) = also_numeric {
+    if let Some(n) = also {
         extra.insert("accuracy_strict_numeric".into(), json!(n.strict));
         extra.insert("accuracy_flexible_numeric".into(), json!(n.flexible));
     }

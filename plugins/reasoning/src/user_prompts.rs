@@ -255,12 +255,15 @@ impl Task for PromptsTask {
             Better::Neither,
         )];
         if referenced > 0 {
-            d.metrics.push(MetricDecl::new(
-                "exact_match",
-                "exact match (whitespace-trimmed)",
-                MetricKind::Rate,
-                Better::Higher,
-            ));
+            d.metrics.push(
+                MetricDecl::new(
+                    "exact_match",
+                    "exact match (whitespace-trimmed)",
+                    MetricKind::Rate,
+                    Better::Higher,
+                )
+                .with_headline(),
+            );
         }
         d.text = Some({
             let mut text = TextTaskInfo::new(self.stop.clone());

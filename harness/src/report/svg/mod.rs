@@ -2,6 +2,13 @@
 
 use std::fmt::Write;
 
+mod layout;
+mod spark;
+
+pub use layout::{axis_tick_label, text_width, TextBox};
+use layout::{reference_text, Layout};
+pub use spark::{Spark, SPARK_H, SPARK_W};
+
 /// Colour-blind-friendly categorical palette (Tableau 10).
 pub const PALETTE: [&str; 10] = [
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
@@ -89,6 +96,8 @@ pub struct Chart {
     pub x_hint: Option<(f64, f64)>,
     /// Text drawn in the middle of the plot area (e.g. why no line is drawn).
     pub message: Option<String>,
+    /// Draw a colour key of the series under the chart (where no key is beside it on the page).
+    pub key: bool,
 }
 
 /// What "better" means on the y axis for the frontier.
@@ -110,8 +119,9 @@ const H: f64 = 290.0;
 const ML: f64 = 52.0;
 /// The right margin holds the reference lines' labels, outside the data.
 const MR: f64 = 78.0;
-/// Vertical room one reference-line label needs (font 9.5 px).
-const LABEL_GAP: f64 = 11.0;
+/// Vertical room one reference-line label needs (font 9.5 px, with the font's ascent and
+/// descent).
+const LABEL_GAP: f64 = 12.0;
 const MT: f64 = 26.0;
 const MB: f64 = 42.0;
 
@@ -234,128 +244,114 @@ pub fn axis(scale: Scale, min: f64, max: f64, zero: bool) -> ((f64, f64), Vec<f6
 }
 
 impl Chart {
-    /// Whether anything would be drawn besides reference lines.
+    /// Whether any series has a point: a chart of reference lines alone is not drawn.
     pub fn has_data(&self) -> bool {
-        self.series.iter().any(|s| !s.points.is_empty()) || !self.hlines.is_empty()
+        self.series.iter().any(|s| !s.points.is_empty())
     }
 
     pub fn render(&self) -> String {
-        let (frame, xticks, yticks) = self.frame();
-        let f = &frame;
-        let (pw, ph) = (f.pw, f.ph);
+        let lay = self.layout();
+        let f = &lay.frame;
+        let (ml, pw, ph) = (f.ml, f.pw, f.ph);
         let mut s = String::new();
-        self.draw_axes(&mut s, f, &xticks, &yticks);
+        self.draw_axes(&mut s, &lay);
         // The data area clips what it draws; reference labels go in the right margin.
         let inner = format!(
-            r##"<svg x="{ML}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ML} {MT} {pw} {ph}" overflow="hidden">"##
+            r##"<svg x="{ml}" y="{MT}" width="{pw}" height="{ph}" viewBox="{ml} {MT} {pw} {ph}" overflow="hidden">"##
         );
         s.push_str(&inner);
-        let labels = self.draw_reference_lines(&mut s, f);
+        self.draw_reference_lines(&mut s, f);
         s.push_str("</svg>");
-        draw_reference_labels(&mut s, &labels, pw, ph);
+        draw_reference_labels(&mut s, f, &self.reference_labels(f));
         s.push_str(&inner);
         self.draw_frontier(&mut s, f);
         for ser in &self.series {
             self.draw_series(&mut s, f, ser);
         }
         s.push_str("</svg>");
-        if let Some(m) = &self.message {
-            let _ = write!(
-                s,
-                r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#666" stroke="#fff" stroke-width="3" paint-order="stroke">{}</text>"##,
-                esc(m),
-                x = ML + pw / 2.0,
-                y = MT + ph / 2.0
-            );
+        self.draw_key(&mut s, &lay);
+        for t in &lay.texts {
+            s.push_str(&t.svg());
         }
         s.push_str("</svg>");
         s
     }
 
-    /// The plot frame over the data extent (widened to `x_hint`), with the ticks of both axes.
-    fn frame(&self) -> (Frame, Vec<f64>, Vec<f64>) {
-        let (xs, ys) = self.extent();
-        let xs = match (xs, self.x_hint) {
-            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
-            (None, h) => h,
-            (x, None) => x,
-        };
-        let (xmin, xmax) = xs.unwrap_or((1.0, 2.0));
-        let (ymin, ymax) = ys.unwrap_or((0.0, 1.0));
-        let ((x0, x1), xticks) = axis(self.x_scale, xmin, xmax, false);
-        let ((y0, y1), yticks) = axis(self.y_scale, ymin, ymax, self.y_zero);
-        let frame = Frame {
-            x_scale: self.x_scale,
-            y_scale: self.y_scale,
-            x: (x0, x1),
-            y: (y0, y1),
-            pw: W - ML - MR,
-            ph: H - MT - MB,
-        };
-        (frame, xticks, yticks)
-    }
-
-    /// Frame, grid, ticks, title and axis labels.
-    fn draw_axes(&self, s: &mut String, f: &Frame, xticks: &[f64], yticks: &[f64]) {
-        let (px, py) = (|v| f.px(v), |v| f.py(v));
-        let (pw, ph) = (f.pw, f.ph);
+    /// Frame and grid (the texts are drawn last, over everything).
+    fn draw_axes(&self, s: &mut String, lay: &Layout) {
+        let f = &lay.frame;
+        let (ml, pw, ph, h) = (f.ml, f.pw, f.ph, lay.height);
         let _ = write!(
             s,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><title>{t}</title>"##,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}"><title>{t}</title>"##,
             t = esc(&self.title)
         );
         let _ = write!(
             s,
-            r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="#fff" stroke="#bbb"/>"##
+            r##"<rect x="{ml}" y="{MT}" width="{pw}" height="{ph}" fill="#fff" stroke="#bbb"/>"##
         );
-        // Grid and ticks.
-        for &t in xticks {
-            let x = px(t);
-            let _ = write!(
-                s,
-                r##"<line x1="{x:.1}" y1="{MT}" x2="{x:.1}" y2="{b:.1}" stroke="#eee"/><text x="{x:.1}" y="{ty:.1}" font-size="10" text-anchor="middle" fill="#555">{l}</text>"##,
-                b = MT + ph,
-                ty = MT + ph + 13.0,
-                l = esc(&tick_label(t))
-            );
+        for &t in &lay.xticks {
+            let x = f.px(t);
+            if x >= ml && x <= ml + pw {
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x:.1}" y1="{MT}" x2="{x:.1}" y2="{b:.1}" stroke="#eee"/>"##,
+                    b = MT + ph,
+                );
+            }
         }
-        for &t in yticks {
-            let y = py(t);
-            let _ = write!(
-                s,
-                r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="#eee"/><text x="{tx:.1}" y="{ty:.1}" font-size="10" text-anchor="end" fill="#555">{l}</text>"##,
-                r = ML + pw,
-                tx = ML - 4.0,
-                ty = y + 3.5,
-                l = esc(&tick_label(t))
-            );
+        for &t in &lay.yticks {
+            let y = f.py(t);
+            if y >= MT && y <= MT + ph {
+                let _ = write!(
+                    s,
+                    r##"<line x1="{ml}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="#eee"/>"##,
+                    r = ml + pw,
+                );
+            }
         }
-        // Title and axis labels.
-        let _ = write!(
-            s,
-            r##"<text x="{ML}" y="16" font-size="12" font-weight="600" fill="#222">{}</text>"##,
-            esc(&self.title)
-        );
-        let _ = write!(
-            s,
-            r##"<text x="{x:.1}" y="{y:.1}" font-size="11" text-anchor="middle" fill="#333">{}</text>"##,
-            esc(&self.x_label),
-            x = ML + pw / 2.0,
-            y = H - 8.0
-        );
-        let _ = write!(
-            s,
-            r##"<text transform="translate(13 {y:.1}) rotate(-90)" font-size="11" text-anchor="middle" fill="#333">{}</text>"##,
-            esc(&self.y_label),
-            y = MT + ph / 2.0
-        );
     }
 
-    /// Reference lines with their CI bands; returns where each label wants to sit.
-    fn draw_reference_lines<'h>(&'h self, s: &mut String, f: &Frame) -> Vec<(f64, &'h HLine)> {
-        let (py, cy) = (|v| f.py(v), |v| f.cy(v));
-        let pw = f.pw;
-        let mut labels: Vec<(f64, &HLine)> = Vec::new();
+    /// The colour key's swatches (a line where the series has one, and its marker).
+    fn draw_key(&self, s: &mut String, lay: &Layout) {
+        for &(i, x, y) in &lay.key {
+            let ser = &self.series[i];
+            let c = esc(&ser.color);
+            if ser.line {
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x:.1}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="{c}" stroke-width="1.8"/>"##,
+                    r = x + 18.0
+                );
+            }
+            let cx = x + 9.0;
+            let _ = match ser.marker {
+                Marker::Circle => write!(
+                    s,
+                    r##"<circle cx="{cx:.1}" cy="{y:.1}" r="3.2" fill="{c}" stroke="#fff" stroke-width="0.8"/>"##
+                ),
+                Marker::Square => write!(
+                    s,
+                    r##"<rect x="{a:.1}" y="{b:.1}" width="8" height="8" fill="{c}" stroke="#222" stroke-width="0.8"/>"##,
+                    a = cx - 4.0,
+                    b = y - 4.0
+                ),
+            };
+        }
+    }
+
+    /// Where each drawn reference line's label wants to sit (level with its line).
+    fn reference_labels<'h>(&'h self, f: &Frame) -> Vec<(f64, &'h HLine)> {
+        self.hlines
+            .iter()
+            .filter(|h| valid(self.y_scale, h.y))
+            .map(|h| (f.cy(h.y), h))
+            .collect()
+    }
+
+    /// Reference lines with their CI bands.
+    fn draw_reference_lines(&self, s: &mut String, f: &Frame) {
+        let (ml, pw) = (f.ml, f.pw);
         for h in &self.hlines {
             if !valid(self.y_scale, h.y) {
                 continue;
@@ -364,25 +360,23 @@ impl Chart {
                 if valid(self.y_scale, lo) && valid(self.y_scale, hi) {
                     let _ = write!(
                         s,
-                        r##"<rect x="{ML}" y="{y:.1}" width="{pw}" height="{hh:.1}" fill="{c}" fill-opacity="0.12"/>"##,
-                        y = cy(hi),
-                        hh = (cy(lo) - cy(hi)).max(0.5),
+                        r##"<rect x="{ml}" y="{y:.1}" width="{pw}" height="{hh:.1}" fill="{c}" fill-opacity="0.12"/>"##,
+                        y = f.cy(hi),
+                        hh = (f.cy(lo) - f.cy(hi)).max(0.5),
                         c = esc(&h.color)
                     );
                 }
             }
-            let y = py(h.y);
             let _ = write!(
                 s,
-                r##"<line x1="{ML}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="{d}"><title>{t}</title></line>"##,
-                r = ML + pw,
+                r##"<line x1="{ml}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="{d}"><title>{t}</title></line>"##,
+                y = f.py(h.y),
+                r = ml + pw,
                 c = esc(&h.color),
                 d = h.dash,
                 t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
             );
-            labels.push((cy(h.y), h));
         }
-        labels
     }
 
     /// Frontier: halos around the cells no other cell beats in both cost and quality.
@@ -554,17 +548,18 @@ impl Chart {
 
 /// The reference lines' labels in the right margin, spread so that none overlap, each with a
 /// leader to its line.
-fn draw_reference_labels(s: &mut String, labels: &[(f64, &HLine)], pw: f64, ph: f64) {
-    for (y, line_y, h) in spread_labels(labels, MT + 4.0, MT + ph) {
-        let (x0, x1) = (ML + pw, ML + pw + 4.0);
+fn draw_reference_labels(s: &mut String, f: &Frame, labels: &[(f64, &HLine)]) {
+    for (y, line_y, h) in spread_labels(labels, MT + 4.0, MT + f.ph - 4.0) {
+        let (x0, x1) = (f.ml + f.pw, f.ml + f.pw + 4.0);
+        let t = reference_text(f, y, h);
         let _ = write!(
             s,
-            r##"<path d="M{x0:.1},{line_y:.1} L{x1:.1},{y:.1}" stroke="{c}" stroke-width="1" fill="none"/><text class="hlabel" x="{tx:.1}" y="{ty:.1}" font-size="9.5" fill="{c}"><title>{t}</title>{text}</text>"##,
+            r##"<path d="M{x0:.1},{line_y:.1} L{x1:.1},{y:.1}" stroke="{c}" stroke-width="1" fill="none"/><text class="hlabel" x="{tx:.1}" y="{ty:.1}" font-size="9.5" fill="{c}"><title>{tip}</title>{text}</text>"##,
             c = esc(&h.color),
-            tx = x1 + 2.0,
-            ty = y + 3.3,
-            t = esc(&format!("{}: {}", h.label, tick_label(h.y))),
-            text = esc(&h.text)
+            tx = t.x,
+            ty = t.y,
+            tip = esc(&format!("{}: {}", h.label, tick_label(h.y))),
+            text = esc(&t.text)
         );
     }
 }
@@ -576,13 +571,15 @@ struct Frame {
     /// The axes' ranges, in transformed units.
     x: (f64, f64),
     y: (f64, f64),
+    /// Left margin: wide enough for the y tick labels and the y-axis title beside them.
+    ml: f64,
     pw: f64,
     ph: f64,
 }
 
 impl Frame {
     fn px(&self, v: f64) -> f64 {
-        ML + (tr(self.x_scale, v) - self.x.0) / (self.x.1 - self.x.0) * self.pw
+        self.ml + (tr(self.x_scale, v) - self.x.0) / (self.x.1 - self.x.0) * self.pw
     }
 
     fn py(&self, v: f64) -> f64 {
@@ -643,138 +640,6 @@ pub fn frontier(points: &[(f64, f64)], rule: Frontier) -> Vec<(f64, f64)> {
         }
     }
     front
-}
-
-/// A sparkline: values over runs with an optional CI band, marked points and vertical
-/// markers (e.g. commit changes). `None` values leave gaps.
-pub struct Spark<'a> {
-    pub values: &'a [Option<f64>],
-    pub bands: &'a [Option<(f64, f64)>],
-    /// Indices of points to mark as changes.
-    pub changed: &'a [usize],
-    /// Indices where a vertical marker is drawn (before that point), with its colour.
-    pub markers: &'a [(usize, &'a str)],
-    pub tips: &'a [String],
-    pub color: &'a str,
-}
-
-pub const SPARK_W: f64 = 170.0;
-pub const SPARK_H: f64 = 38.0;
-
-impl Spark<'_> {
-    pub fn render(&self) -> String {
-        let n = self.values.len();
-        let mut ys: Vec<f64> = self.values.iter().flatten().copied().collect();
-        for b in self.bands.iter().flatten() {
-            ys.push(b.0);
-            ys.push(b.1);
-        }
-        ys.retain(|v| v.is_finite());
-        let (mut lo, mut hi) = if ys.is_empty() {
-            (0.0, 1.0)
-        } else {
-            (
-                ys.iter().copied().fold(f64::INFINITY, f64::min),
-                ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            )
-        };
-        if hi - lo < 1e-12 {
-            let pad = (hi.abs() * 0.05).max(1e-6);
-            lo -= pad;
-            hi += pad;
-        }
-        let (pad_x, pad_y) = (5.0, 5.0);
-        let px = |i: usize| {
-            if n <= 1 {
-                SPARK_W / 2.0
-            } else {
-                pad_x + i as f64 / (n - 1) as f64 * (SPARK_W - 2.0 * pad_x)
-            }
-        };
-        let py = |v: f64| SPARK_H - pad_y - (v - lo) / (hi - lo) * (SPARK_H - 2.0 * pad_y);
-        let mut s = String::new();
-        let _ = write!(
-            s,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" class="spark" viewBox="0 0 {SPARK_W} {SPARK_H}" width="{SPARK_W}" height="{SPARK_H}">"##
-        );
-        for &(i, color) in self.markers {
-            let x = (px(i) + px(i.saturating_sub(1))) / 2.0;
-            let _ = write!(
-                s,
-                r##"<line x1="{x:.1}" y1="1" x2="{x:.1}" y2="{b:.1}" stroke="{c}" stroke-width="1" stroke-dasharray="2 2"/>"##,
-                b = SPARK_H - 1.0,
-                c = esc(color)
-            );
-        }
-        // Band.
-        let mut upper = String::new();
-        let mut lower = Vec::new();
-        for (i, b) in self.bands.iter().enumerate() {
-            if let Some((a, c)) = b {
-                if a.is_finite() && c.is_finite() {
-                    let _ = write!(
-                        upper,
-                        "{}{:.1},{:.1}",
-                        if upper.is_empty() { "M" } else { " L" },
-                        px(i),
-                        py(*c)
-                    );
-                    lower.push((px(i), py(*a)));
-                }
-            }
-        }
-        if lower.len() > 1 {
-            for (x, y) in lower.iter().rev() {
-                let _ = write!(upper, " L{x:.1},{y:.1}");
-            }
-            let _ = write!(
-                s,
-                r##"<path d="{upper} Z" fill="{c}" fill-opacity="0.18"/>"##,
-                c = esc(self.color)
-            );
-        }
-        let mut d = String::new();
-        let mut pen = false;
-        for (i, v) in self.values.iter().enumerate() {
-            match v {
-                Some(v) if v.is_finite() => {
-                    let _ = write!(
-                        d,
-                        "{}{:.1},{:.1}",
-                        if pen { " L" } else { " M" },
-                        px(i),
-                        py(*v)
-                    );
-                    pen = true;
-                }
-                _ => pen = false,
-            }
-        }
-        if !d.is_empty() {
-            let _ = write!(
-                s,
-                r##"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.5"/>"##,
-                c = esc(self.color)
-            );
-        }
-        for (i, v) in self.values.iter().enumerate() {
-            if let Some(v) = v.filter(|v| v.is_finite()) {
-                let changed = self.changed.contains(&i);
-                let _ = write!(
-                    s,
-                    r##"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{f}" stroke="{st}" stroke-width="1"><title>{t}</title></circle>"##,
-                    x = px(i),
-                    y = py(v),
-                    r = if changed { 3.6 } else { 2.2 },
-                    f = if changed { "#d62728" } else { self.color },
-                    st = if changed { "#7a0000" } else { "none" },
-                    t = esc(self.tips.get(i).map(String::as_str).unwrap_or(""))
-                );
-            }
-        }
-        s.push_str("</svg>");
-        s
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ impl TaskView<'_> {
     pub(super) fn cost_plots(&self) -> Vec<Plot> {
         let mut plots = Vec::new();
         for quality in [Quality::Ter, Quality::Ser] {
-            if quality == Quality::Ter && self.text {
+            if quality == Quality::Ter && (self.text || self.no_ter_plot().is_some()) {
                 continue;
             }
             if quality == Quality::Ser && self.ser_all_zero() {
@@ -38,7 +38,8 @@ impl TaskView<'_> {
         omitted: &mut usize,
     ) -> Series {
         let mut points = Vec::new();
-        for r in cells {
+        // Replayed cells cost nothing measurable: the plot's note counts them apart.
+        for r in cells.iter().filter(|r| !replayed(r)) {
             match (cost.of(r), quality.of(r)) {
                 (Some(x), Some((y, ci))) if x > 0.0 && y.is_finite() => points.push(Point {
                     x,
@@ -119,6 +120,7 @@ impl TaskView<'_> {
             },
             x_hint: None,
             message: None,
+            key: false,
         };
         let has = chart.series.iter().any(|s| !s.points.is_empty());
         let frontier = format!(
@@ -132,11 +134,22 @@ impl TaskView<'_> {
             title: format!("{q} vs {}", cost.name()),
             svg: has.then(|| chart.render()),
             note: Some(if !has {
-                format!("No finite {q} to plot.")
-            } else if omitted > 0 {
-                format!("{omitted} cell(s) not drawn ({q} infinite or no cost). {frontier}")
+                format!("No {q} vs {} plot: no cell has both.", cost.name())
             } else {
-                frontier
+                let replays = self
+                    .series
+                    .iter()
+                    .flat_map(|(_, v)| v.iter())
+                    .filter(|r| replayed(r))
+                    .count();
+                let mut note = String::new();
+                if omitted > 0 {
+                    note += &format!("{omitted} cell(s) not drawn ({q} infinite or no cost). ");
+                }
+                if replays > 0 {
+                    note += &format!("{replays} replayed cell(s) not drawn (no network calls, no sampling time). ");
+                }
+                note + &frontier
             }),
         }
     }

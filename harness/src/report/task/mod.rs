@@ -9,6 +9,7 @@ use crate::metrics::{self, CellSummary};
 use crate::results::{CellRecord, CellStatus, SampleRecord};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+mod cells;
 mod cost;
 mod text;
 
@@ -67,6 +68,7 @@ impl<'a> RunView<'a> {
                     label,
                     color,
                     ar: run.ar_units.contains(s.unit.as_str()),
+                    replayed: replayed(s),
                 });
             }
         }
@@ -173,7 +175,8 @@ impl<'a> TaskView<'a> {
         }
         let all_steps: Vec<f64> = series
             .iter()
-            .flat_map(|(_, v)| v.iter().filter_map(|r| r.steps.map(|s| s as f64)))
+            .flat_map(|(_, v)| v.iter().filter(|r| !replayed(r)))
+            .filter_map(|r| r.steps.map(|s| s as f64))
             .collect();
         let steps_hint = (!all_steps.is_empty()).then(|| {
             (
@@ -206,6 +209,18 @@ impl<'a> TaskView<'a> {
     fn verdicts(&self) -> (Vec<String>, Vec<Verdict>) {
         let mut lines = Vec::new();
         let mut verdicts = Vec::new();
+        // Text tasks are judged on their headline metrics, formal tasks on TER and SER.
+        let headline = self.text.then(|| {
+            let descriptions = self
+                .rows
+                .iter()
+                .filter_map(|r| self.run.record.get(r.unit.as_str()))
+                .filter_map(|c| c.task_description.as_ref());
+            super::verdict::headline_metrics(descriptions, &self.ok)
+        });
+        if let Some(h) = headline.as_deref().filter(|h| !h.is_empty()) {
+            lines.push(super::verdict::basis_line(h));
+        }
         for (label, points) in &self.series {
             // Every point of a series shares model, task, length, seed and batch size, and so
             // its baseline.
@@ -220,7 +235,7 @@ impl<'a> TaskView<'a> {
                 baseline,
                 self.optimal_ter,
                 self.run.qualified(),
-                self.text,
+                headline.as_deref(),
             );
             lines.push(v.sentence.clone());
             verdicts.push(v);
@@ -235,20 +250,24 @@ impl<'a> TaskView<'a> {
         (lines, verdicts)
     }
 
-    /// The AR cells as dashed horizontal lines with their CI bands.
+    /// The AR cells as dashed horizontal lines with their CI bands, and the replayed cells
+    /// (their step count means nothing) as dotted ones.
     fn ar_lines(&self, value: Value, ci: Ci) -> Vec<HLine> {
-        self.ar
-            .iter()
-            .filter_map(|a| {
-                let y = value(a)?;
+        let replays = self.series.iter().flat_map(|(_, v)| v.iter());
+        let fixed = replays.copied().filter(|r| replayed(r)).map(|r| (r, true));
+        let ar = self.ar.iter().map(|a| (*a, false));
+        ar.chain(fixed)
+            .filter_map(|(a, replay)| {
+                let y = value(a).filter(|y| y.is_finite())?;
                 let label = self.run.label(a);
+                let tag = if replay { "replay" } else { "AR" };
                 Some(HLine {
                     y,
                     band: ci(a),
-                    label: format!("AR {label}"),
+                    label: format!("{tag} {label}"),
                     color: self.run.color(&label),
-                    dash: "6 3",
-                    text: format!("AR {}", fmt_num(Some(y), 3)),
+                    dash: if replay { "2 2" } else { "6 3" },
+                    text: format!("{tag} {}", fmt_num(Some(y), 3)),
                 })
             })
             .collect()
@@ -280,7 +299,7 @@ impl<'a> TaskView<'a> {
         for (label, points) in &self.series {
             let mut pts = Vec::new();
             let mut missing = Vec::new();
-            for r in points {
+            for r in points.iter().filter(|r| !replayed(r)) {
                 let steps = r.steps.unwrap_or(0);
                 match value(r) {
                     Some(y) if y.is_finite() => {
@@ -334,6 +353,7 @@ impl<'a> TaskView<'a> {
             frontier: None,
             x_hint: self.steps_hint,
             message: None,
+            key: false,
         }
     }
 
@@ -357,7 +377,13 @@ impl<'a> TaskView<'a> {
         if !infinite_ar.is_empty() {
             notes.push(format!("AR with infinite TER: {}.", infinite_ar.join(", ")));
         }
-        let drawn = series.iter().any(|x| !x.points.is_empty());
+        if let Some(why) = self.no_ter_plot() {
+            return Plot {
+                title: "TER vs steps".into(),
+                svg: None,
+                note: Some(why),
+            };
+        }
         let y_scale = ter_scale(&series, &hlines);
         let log = if y_scale == Scale::Log10 { ", log" } else { "" };
         let mut chart = self.steps_chart(
@@ -368,17 +394,33 @@ impl<'a> TaskView<'a> {
         );
         chart.series = series;
         chart.hlines = hlines;
-        chart.message = (!drawn && !omitted.is_empty())
-            .then(|| "TER infinite at every step count (samples with q = 0)".to_string());
-        let note = if chart.has_data() {
-            (!notes.is_empty()).then(|| notes.join(" "))
-        } else {
-            Some(format!("No finite TER to plot. {}", notes.join(" ")))
-        };
         Plot {
             title: "TER vs steps".into(),
-            svg: chart.has_data().then(|| chart.render()),
-            note,
+            svg: Some(chart.render()),
+            note: (!notes.is_empty()).then(|| notes.join(" ")),
+        }
+    }
+
+    /// Why the task gets no TER plots, if it gets none: no diffusion cell, or TER infinite
+    /// (samples with `q(x) = 0`) in most of them (a sparse language, where SER is the measure
+    /// and a TER chart would be nearly empty).
+    fn no_ter_plot(&self) -> Option<String> {
+        let cells: Vec<&CellSummary> = self
+            .series
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied())
+            .filter(|r| !replayed(r))
+            .collect();
+        let infinite = cells.iter().filter(|r| r.ter.is_none()).count();
+        if cells.is_empty() {
+            Some("No TER plots: no diffusion cell finished.".into())
+        } else if 2 * infinite > cells.len() {
+            Some(format!(
+                "No TER plots: TER is infinite (samples with q(x) = 0) in {infinite} of the {} diffusion cells; SER is this task's measure.",
+                cells.len()
+            ))
+        } else {
+            None
         }
     }
 
@@ -393,23 +435,39 @@ impl<'a> TaskView<'a> {
                 title: "SER vs steps".into(),
                 svg: None,
                 note: Some(format!(
-                    "SER is 0 in every cell (no sample left the language's support; 95% upper bound {} at n = {n_max}), so there is no SER plot.",
+                    "SER is 0 in every cell ({}; 95% upper bound {} at n = {n_max}), so there is no SER plot.",
+                    if self.text {
+                        "every sample scored right"
+                    } else {
+                        "no sample left the language's support"
+                    },
                     fmt_num(Some(metrics::wilson_ci(0, n_max).1), 3)
                 )),
             };
         }
-        let mut chart = self.steps_chart(
-            "SER",
-            "SER (share of samples with q = 0)".into(),
-            Scale::Linear,
-            true,
-        );
+        let mut chart = self.steps_chart("SER", self.ser_axis().into(), Scale::Linear, true);
         chart.series = self.steps_series(&|r| r.ser, &|r| r.ser_ci, "SER", 3).0;
         chart.hlines = self.ar_lines(&|r| r.ser, &|r| r.ser_ci);
+        let has = chart.series.iter().any(|s| !s.points.is_empty());
         Plot {
             title: "SER vs steps".into(),
-            svg: chart.has_data().then(|| chart.render()),
-            note: (!chart.has_data()).then(|| "No SER to plot.".to_string()),
+            svg: has.then(|| chart.render()),
+            note: (!has).then(|| "No SER vs steps plot: no diffusion cell has an SER.".to_string()),
+        }
+    }
+
+    /// What SER counts, in the task's own terms: a formal language's zero-probability
+    /// samples, a code task's failing programs, a text task's samples scored wrong.
+    fn ser_axis(&self) -> &'static str {
+        let description = self
+            .rows
+            .iter()
+            .filter_map(|r| self.run.record.get(r.unit.as_str()))
+            .find_map(|c| c.task_description.as_ref());
+        match description.and_then(|d| d.text.as_ref()) {
+            None => "SER (share of samples with q = 0)",
+            Some(t) if t.whole_programs => "SER (share of failing programs)",
+            Some(_) => "SER (share scored wrong)",
         }
     }
 
@@ -469,6 +527,7 @@ impl<'a> TaskView<'a> {
                     key: r.key.clone(),
                     unit: r.unit.clone(),
                     n: rows.len(),
+                    text: self.text,
                     shown: chosen
                         .into_iter()
                         .map(|s| {
@@ -512,6 +571,7 @@ impl<'a> TaskView<'a> {
                 label: l.label.clone(),
                 color: l.color.clone(),
                 ar: l.ar,
+                replayed: l.replayed,
             })
             .collect();
         let task_cells: Vec<CellRecord> = run
@@ -520,8 +580,10 @@ impl<'a> TaskView<'a> {
             .filter(|c| c.cell.task.name == task)
             .cloned()
             .collect();
+        let task_metrics = crate::registry::declared(&task_cells);
         TaskSection {
-            task_metrics: crate::registry::declared(&task_cells),
+            columns: self.columns(&task_metrics),
+            task_metrics,
             name: task.to_string(),
             anchor: format!("task-{}", anchor(task)),
             label: description.map(|d| d.label.clone()).unwrap_or_default(),
@@ -549,6 +611,14 @@ impl<'a> TaskView<'a> {
                 .collect(),
         }
     }
+}
+
+/// A cell whose samples cost no network call was replayed from a file, not sampled: its
+/// step count means nothing, so it is a reference line, never a point against steps. Read off
+/// `batch_nfe` (the forwards made): the charged NFE is also 0 for a model cell whose
+/// completions are all empty (the counting rule), which did sample.
+pub(crate) fn replayed(r: &CellSummary) -> bool {
+    r.model != "reference" && r.batch_nfe.map(|n| n as f64).or(r.nfe) == Some(0.0)
 }
 
 /// TER axes go logarithmic when the values span more than a factor of 4 (one-step samplers
@@ -602,5 +672,6 @@ fn sample_view(s: &SampleRecord) -> SampleView {
         in_support: s.in_support,
         first_invalid: s.first_invalid,
         extra: (!s.extra.is_empty()).then(|| serde_json::to_string(&s.extra).unwrap_or_default()),
+        text: None,
     }
 }
