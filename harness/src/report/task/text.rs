@@ -25,6 +25,10 @@ impl<'a> TaskView<'a> {
                 out.push(decl.clone());
             }
         }
+        // A task that marks headline metrics is plotted on those, as its verdict judges it.
+        if out.iter().any(|d| d.headline) {
+            out.retain(|d| d.headline);
+        }
         out
     }
 
