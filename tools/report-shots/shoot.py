@@ -4,8 +4,8 @@
     python3 tools/report-shots/shoot.py [--open] OUT_DIR NAME=path/to/report.html [NAME=...]
 
 writes OUT_DIR/NAME-top.png (1400×900) and OUT_DIR/NAME-full.png (the whole page as a reader
-first sees it; with --open, every <details> block unfolded, which makes a theory report about
-150,000 px tall). Drives headless Chromium (/usr/bin/chromium, or $CHROMIUM) over the DevTools
+first sees it; with --open, every outer <details> block unfolded — the cells tables and the
+sample lists, not the prompts inside them). Drives headless Chromium (/usr/bin/chromium, or $CHROMIUM) over the DevTools
 protocol on a pipe (--remote-debugging-pipe: NUL-separated JSON on file descriptors 3 and 4),
 so it needs only the Python standard library.
 """
@@ -80,7 +80,8 @@ def shoot(browser, page, out_top, out_full, unfold):
     top = browser.page("Page.captureScreenshot", {"format": "png"})
     out_top.write_bytes(base64.b64decode(top["data"]))
     height = browser.page("Runtime.evaluate", {
-        "expression": ("document.querySelectorAll('details').forEach(d => d.open = true); "
+        "expression": ("document.querySelectorAll('details').forEach(d => {"
+                        " if (!d.parentElement.closest('details')) d.open = true; }); "
                        if unfold else "") + "document.documentElement.scrollHeight",
         "returnByValue": True})["result"]["value"]
     full = browser.page("Page.captureScreenshot", {
