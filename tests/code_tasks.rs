@@ -151,16 +151,6 @@ samplers:
     report_shows_code_samples_as_written(&run_dir, &problems);
 }
 
-/// Text as minijinja's HTML auto-escaping writes it.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
-        .replace('/', "&#x2f;")
-}
-
 /// The report of the replayed run shows each sample's completion in `<pre>` exactly as
 /// written (Python's indentation kept), with its prompt, its reference solution, pass/fail and
 /// the failure's cause; the cells table has no formal-language columns.
@@ -178,7 +168,10 @@ fn report_shows_code_samples_as_written(run_dir: &Path, problems: &[(String, Str
         "the task's metrics are columns"
     );
     let block = |index: usize, id: &str| -> &str {
-        let head = format!("#{index} · <span class=\"mono\">{}</span>", esc(id));
+        let head = format!(
+            "#{index} · <span class=\"mono\">{}</span>",
+            common::html_escaped(id)
+        );
         // The replayed cell's samples come after the reference row's.
         let at = html
             .rfind(&head)
@@ -192,7 +185,7 @@ fn report_shows_code_samples_as_written(run_dir: &Path, problems: &[(String, Str
     assert!(
         sample.contains(&format!(
             "<pre class=\"completion\">{}</pre>",
-            esc(canonical)
+            common::html_escaped(canonical)
         )),
         "{sample}"
     );

@@ -21,16 +21,6 @@ fn row<'a>(html: &'a str, unit: &str) -> &'a str {
     &html[start..end]
 }
 
-/// Text as minijinja's HTML auto-escaping writes it.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
-        .replace('/', "&#x2f;")
-}
-
 fn rewrite_jsonl(path: &Path, edit: impl Fn(usize, &mut Value)) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
@@ -156,7 +146,7 @@ fn report_has_plots_per_task_the_summary_numbers_failures_and_escaped_outputs() 
     );
     assert_eq!(twin["cells"].as_array().unwrap().len(), s.len());
     let v = &twin["verdicts"][0];
-    let escaped = esc(v["sentence"].as_str().unwrap());
+    let escaped = common::html_escaped(v["sentence"].as_str().unwrap());
     assert!(
         html.contains(&escaped),
         "verdict sentence {escaped} not in the page"
@@ -179,7 +169,10 @@ fn report_has_plots_per_task_the_summary_numbers_failures_and_escaped_outputs() 
         );
         // In the page the series names are set as code, the rest as text.
         for piece in sentence[task.len()..].split('`') {
-            assert!(html.contains(&esc(piece)), "{piece} of {sentence}");
+            assert!(
+                html.contains(&common::html_escaped(piece)),
+                "{piece} of {sentence}"
+            );
         }
     }
     assert!(
@@ -192,7 +185,7 @@ fn report_has_plots_per_task_the_summary_numbers_failures_and_escaped_outputs() 
     assert_eq!(failed.len(), 6);
     assert!(html.contains("6 of 16 cells failed"));
     for f in &failed {
-        assert!(html.contains(&esc(f["key"].as_str().unwrap())));
+        assert!(html.contains(&common::html_escaped(f["key"].as_str().unwrap())));
         assert!(f["cause"].as_str().unwrap().contains("deliberate panic"));
     }
     assert!(html.contains("deliberate panic from the faulty fixture"));

@@ -138,16 +138,6 @@ fn gold_and_planted_replays_score_exactly() {
     report_shows_text_samples_and_replays_without_costs(&run_dir, &problems);
 }
 
-/// Text as minijinja's HTML auto-escaping writes it.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
-        .replace('/', "&#x2f;")
-}
-
 /// The `<tr id="cell-UNIT">…</tr>` row of a cell in the report.
 fn row<'a>(html: &'a str, unit: &Value) -> &'a str {
     let start = html
@@ -195,17 +185,23 @@ fn report_shows_text_samples_and_replays_without_costs(
         sample.contains("first wrong step: line 1: 2+2 = 5"),
         "{sample}"
     );
-    assert!(sample.contains(&format!("gold answer <code>{}</code>", esc(gold))));
-    assert!(sample.contains(&format!("extracted (strict) <code>{}</code>", esc(gold))));
+    assert!(sample.contains(&format!(
+        "gold answer <code>{}</code>",
+        common::html_escaped(gold)
+    )));
+    assert!(sample.contains(&format!(
+        "extracted (strict) <code>{}</code>",
+        common::html_escaped(gold)
+    )));
     assert!(
-        sample.contains(&esc(&problems[6].0)),
+        sample.contains(&common::html_escaped(&problems[6].0)),
         "the question is in the prompt"
     );
     assert!(
         sample.contains(&format!(
             "<pre class=\"completion\"><mark title=\"first wrong step\">{}</mark>{}</pre>",
-            esc(" 2+2=<<2+2=5>>5"),
-            esc(&format!("\n#### {gold}"))
+            common::html_escaped(" 2+2=<<2+2=5>>5"),
+            common::html_escaped(&format!("\n#### {gold}"))
         )),
         "{sample}"
     );

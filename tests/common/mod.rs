@@ -125,3 +125,14 @@ pub fn training_lines(dir: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).expect("a training.jsonl line is JSON"))
         .collect()
 }
+
+/// Text as the report's templates write it (minijinja's HTML auto-escaping), to find a
+/// sample's text in a rendered page.
+pub fn html_escaped(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+        .replace('/', "&#x2f;")
+}
