@@ -656,6 +656,17 @@ pub struct SampleStats {
     pub nfe: u64,
     /// Tokens generated (response tokens only).
     pub generated_tokens: u64,
+    /// Query positions the network computed for this sample, summed over the calls counted in
+    /// `nfe`: the whole length for a full forward pass, the window's width for a step that
+    /// reused cached keys and values. `None` from a model that does not count them (each of
+    /// its calls is then a full forward pass). Since API 1.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions_computed: Option<u64>,
+    /// Commits beyond the first at a position: a token re-masked and generated again, or
+    /// replaced in place by an edit (remasking samplers). `None` from a sampler that never
+    /// revisits a committed position. Since API 1.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<u64>,
 }
 
 /// `model.generate` reply; the tokens travel in the token buffer (`batch_size × length`).
@@ -668,6 +679,11 @@ pub struct GenerateReply {
     pub samples: Vec<SampleStats>,
     /// Network calls made for the whole batch.
     pub batch_nfe: u64,
+    /// Query positions computed over all of the batch's network calls (rows × positions per
+    /// call; a cached step computes only its window). `None` from a model that does not count
+    /// them. Since API 1.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_positions: Option<u64>,
     /// Wall-clock seconds of the generation, measured inside the plugin after device sync.
     pub wall_seconds: f64,
     /// Device the batch ran on, e.g. `cpu`.

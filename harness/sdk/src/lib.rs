@@ -57,6 +57,7 @@
 
 pub mod data;
 pub mod device_name;
+pub mod kv_cache;
 pub mod sampler;
 pub mod settings;
 #[cfg(feature = "tokenizers")]
@@ -168,6 +169,12 @@ pub trait Denoiser: Send {
 
     /// Block until queued device work is done, so timings are honest. CPU models need nothing.
     fn synchronize(&mut self) {}
+
+    /// The model's key/value cache, for samplers run with `cache: prefix` or `dual`
+    /// ([`kv_cache`]). The default, no cache, makes such a request an `unsupported` error.
+    fn kv_cache(&mut self) -> Option<&mut dyn kv_cache::DenoiserKvCache> {
+        None
+    }
 }
 
 /// A task: ground truth, reference samples and scoring.

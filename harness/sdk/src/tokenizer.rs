@@ -333,8 +333,8 @@ impl<M: Model> Model for TextModel<M> {
             let (text, generated_tokens) = self.completion(region)?;
             texts.push(text);
             samples.push(SampleStats {
-                nfe: stats.nfe,
                 generated_tokens,
+                ..stats.clone()
             });
         }
         Ok((
@@ -470,7 +470,8 @@ mod tests {
             let samples = vec![
                 SampleStats {
                     nfe: 7,
-                    generated_tokens: 99
+                    generated_tokens: 99,
+                    ..Default::default()
                 };
                 seqs.len()
             ];

@@ -311,6 +311,7 @@ impl Model for ReplayModel {
             samples.push(SampleStats {
                 nfe: row.nfe.unwrap_or(0),
                 generated_tokens: 0,
+                ..Default::default()
             });
             seconds += row.seconds.unwrap_or(0.0);
         }
@@ -319,6 +320,7 @@ impl Model for ReplayModel {
             GenerateReply {
                 lengths: Vec::new(),
                 batch_nfe: samples.iter().map(|s| s.nfe).max().unwrap_or(0),
+                batch_positions: None,
                 samples,
                 wall_seconds: seconds,
                 device: "replay".into(),

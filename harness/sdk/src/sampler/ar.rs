@@ -280,6 +280,9 @@ pub(crate) fn generate_ar_with<N: NextNet>(
         .map(|b| SampleStats {
             nfe: nfe[b],
             generated_tokens: (length - canvas.prompt_len[b]) as u64,
+            // One new position per call, whatever the cache holds.
+            positions_computed: Some(nfe[b]),
+            edits: None,
         })
         .collect();
     Ok((
@@ -288,6 +291,7 @@ pub(crate) fn generate_ar_with<N: NextNet>(
             lengths: vec![length; batch],
             samples,
             batch_nfe,
+            batch_positions: Some(batch_nfe * batch as u64),
             wall_seconds,
             device: model.device(),
             texts: None,

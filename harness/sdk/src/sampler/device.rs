@@ -51,6 +51,12 @@ pub trait TensorDenoiser: Send {
     fn logits(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<Tensor<3>>;
     /// Block until queued device work is done, so timings are honest.
     fn synchronize(&mut self) {}
+    /// The model's key/value cache, for samplers run with `cache: prefix` or `dual`
+    /// ([`crate::kv_cache`]). The default, no cache, makes such a request an `unsupported`
+    /// error.
+    fn kv_cache(&mut self) -> Option<&mut dyn crate::kv_cache::TensorKvCache> {
+        None
+    }
     /// Treat the first `left_padding[b]` positions of row `b` as padding in the `logits` calls
     /// that follow, until the next call (an empty slice: no padding): hide them from every
     /// other position's attention and count positions from the first real token, so the other

@@ -369,6 +369,8 @@ pub(crate) fn generate_with(
         .map(|b| SampleStats {
             nfe: run.sample_nfe[b],
             generated_tokens: (length - canvas.prompt_len[b]) as u64,
+            positions_computed: None,
+            edits: None,
         })
         .collect();
     let sequences = canvas.tokens.chunks(length).map(<[u32]>::to_vec).collect();
@@ -378,6 +380,7 @@ pub(crate) fn generate_with(
             lengths: vec![length; batch],
             samples,
             batch_nfe: run.batch_nfe,
+            batch_positions: None,
             wall_seconds,
             device: run.net.device(),
             texts: None,
