@@ -166,6 +166,9 @@ pub struct Run<'a> {
     schedule: Option<&'a str>,
     batch_nfe: u64,
     sample_nfe: Vec<u64>,
+    /// Positions a sampler has committed at least once (edits are commits beyond the first).
+    committed: Vec<bool>,
+    sample_edits: Vec<u64>,
 }
 
 impl Run<'_> {
@@ -308,9 +311,30 @@ impl Run<'_> {
         }
         Ok(merged)
     }
-    /// Commit `token` at row `row` (`b · length + j`).
+    /// Commit `token` at row `row` (`b · length + j`). Committing at a position committed
+    /// before (after [`Run::remask`], or over its token: an edit) counts one edit for the sample.
     pub fn commit(&mut self, row: usize, token: u32) {
+        if self.committed[row] {
+            self.sample_edits[row / self.canvas.length] += 1;
+        }
+        self.committed[row] = true;
         self.canvas.tokens[row] = token;
+    }
+    /// Mask row `row` (`b · length + j`) again, so that a later step generates it anew
+    /// (remasking samplers). A prompt position is never re-masked: that is a sampler bug.
+    pub fn remask(&mut self, row: usize) -> Result<()> {
+        let (b, j) = (row / self.canvas.length, row % self.canvas.length);
+        if j < self.canvas.prompt_len[b] {
+            return Err(PluginError::internal(format!(
+                "sample {b}, position {j}: a sampler tried to re-mask a prompt token"
+            )));
+        }
+        self.canvas.tokens[row] = self.canvas.mask;
+        Ok(())
+    }
+    /// The length of sample `b`'s prompt (its positions before it are fixed).
+    pub fn prompt_len(&self, b: usize) -> usize {
+        self.canvas.prompt_len[b]
     }
 }
 
@@ -354,6 +378,8 @@ pub(crate) fn generate_with(
         schedule: spec.schedule.as_deref(),
         batch_nfe: 0,
         sample_nfe: vec![0; batch],
+        committed: vec![false; batch * length],
+        sample_edits: vec![0; batch],
     };
     sampler.run(&mut run, &params)?;
     run.net.synchronize();
@@ -370,7 +396,8 @@ pub(crate) fn generate_with(
             nfe: run.sample_nfe[b],
             generated_tokens: (length - canvas.prompt_len[b]) as u64,
             positions_computed: None,
-            edits: None,
+            // Absent means none (samplers that never revisit a position).
+            edits: (run.sample_edits[b] > 0).then_some(run.sample_edits[b]),
         })
         .collect();
     let sequences = canvas.tokens.chunks(length).map(<[u32]>::to_vec).collect();
