@@ -113,7 +113,7 @@ samplers:
     // The suite leaves out the dtype, `full_row`, `generation_length` and every sampler
     // parameter: the manifest still records what the cell ran with, defaults filled in by
     // the model (dlm-hf: f32, the full output row) and the SDK's sampler (its documented
-    // defaults: temperature 1, the rest unset, one block).
+    // defaults: temperature 1, the rest unset, one block, no key/value cache).
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap())
             .unwrap();
@@ -133,7 +133,7 @@ samplers:
         serde_json::json!({
             "name": "low_confidence",
             "steps": 8,
-            "params": {"temperature": 1.0, "top_k": null, "top_p": null, "block_length": null},
+            "params": {"temperature": 1.0, "top_k": null, "top_p": null, "block_length": null, "cache": "none", "refresh": "every_block"},
         }),
         "{good}"
     );

@@ -16,6 +16,15 @@
 //!   layer's keys depend on the whole canvas). Prefix cache: the window runs from the current
 //!   block's start to the end of the canvas. Dual cache: the window is the current block.
 //!
+//! The SDK's remasking samplers (`low_confidence`, `random`, `threshold`, `factor`, `eb`) drive
+//! it with their parameters `cache` (`none`, the default; `prefix`; `dual`) and `refresh`
+//! (`every_block`, the default: a fill at the first step of every block; or `k`: also a fill at
+//! steps `k, 2k, …` of a block, so `refresh: 1` is a fill at every step, the samples of `cache:
+//! none`). Every other step of a block is a window call. Each call is one NFE; a fill counts
+//! `length` positions computed per row, a window its width. The sampler refuses a cache for a
+//! time-conditioned network and for a batch whose samples' blocks lie at different positions
+//! (prompts of different lengths without left padding), so one window serves every row.
+//!
 //! A sampler always fills before its first window call and never moves the window between
 //! fills, so whether a window call writes its fresh keys and values back into the cache is not
 //! observable; implementations may do either. Left padding ([`crate::Model::generate_left_padded`])

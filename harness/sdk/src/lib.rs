@@ -156,8 +156,9 @@ pub trait Denoiser: Send {
 
     /// One forward pass. `tokens` holds `batch × length` ids (mask = `vocab_size()`); write
     /// into `out` (`batch × length × vocab_size()`) the predicted distribution over real tokens
-    /// of every position. Unmasked positions may be left as anything (samplers never read
-    /// them). `t ∈ [0, 1]` is the diffusion time (1 = all masked).
+    /// of every position. Unmasked positions may be left as anything (only `threshold_edit`,
+    /// which proposes edits there, reads them; see its documentation). `t ∈ [0, 1]` is the
+    /// diffusion time (1 = all masked).
     fn denoise(
         &mut self,
         tokens: &[u32],

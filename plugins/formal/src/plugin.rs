@@ -648,6 +648,11 @@ impl Denoiser for Oracle {
         }
         Ok(())
     }
+
+    /// Exact: see `plugin/cache.rs`.
+    fn kv_cache(&mut self) -> Option<&mut dyn dlm_sdk::kv_cache::DenoiserKvCache> {
+        Some(self)
+    }
 }
 
 pub struct FormalPlugin;
@@ -714,6 +719,8 @@ impl Plugin for FormalPlugin {
         }
     }
 }
+
+mod cache;
 
 #[cfg(test)]
 mod tests;

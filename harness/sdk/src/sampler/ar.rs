@@ -105,7 +105,8 @@ pub(crate) fn padded_prompts<'a>(
 /// order. So `generate` runs on the prompts without their padding (each then continues to the
 /// full length), and each row keeps its first `length − padded prompt` generated tokens, laid
 /// out behind its padding: exactly the row generated alone. Its NFE counts only the calls
-/// that produced kept tokens; the batch's NFE stays what the batch cost.
+/// that produced kept tokens, its positions computed only the row's own `length − padding`;
+/// the batch's NFE and positions stay what the batch cost.
 pub(crate) fn causal_left_padded(
     request: &GenerateRequest,
     left_padding: &[usize],
@@ -146,6 +147,10 @@ pub(crate) fn causal_left_padded(
         let stats = &mut reply.samples[b];
         stats.nfe = stats.nfe.min(kept);
         stats.generated_tokens = kept;
+        // The row alone is `length − pad` positions, each computed once.
+        stats.positions_computed = stats
+            .positions_computed
+            .map(|p| p.min((length - pad) as u64));
     }
     Ok((rows, reply))
 }
@@ -280,8 +285,10 @@ pub(crate) fn generate_ar_with<N: NextNet>(
         .map(|b| SampleStats {
             nfe: nfe[b],
             generated_tokens: (length - canvas.prompt_len[b]) as u64,
-            // One new position per call, whatever the cache holds.
-            positions_computed: Some(nfe[b]),
+            // One new position per call and row, whatever the cache holds: the prompt is fed
+            // one position per call too (calls not in `nfe`, which counts draws), so the
+            // sample's sequence costs `length` positions, as it would in one prefill pass.
+            positions_computed: Some(length as u64),
             edits: None,
         })
         .collect();

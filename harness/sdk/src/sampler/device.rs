@@ -25,6 +25,7 @@
 use super::{
     generate_ar_with, generate_with, DenoiseNet, Drawn, NextNet, Registry, RowError, Shaping, Want,
 };
+use crate::kv_cache::{DenoiserKvCache, TensorKvCache};
 use crate::{Denoiser, GenerateReply, GenerateRequest, Model, PluginError, Result};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
@@ -111,7 +112,14 @@ impl<D: TensorDenoiser> Model for TensorDenoiserModel<D> {
     ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         super::ar::padded_prompts(request, left_padding)?;
         self.denoiser.set_left_padding(left_padding)?;
-        let generated = generate(&mut self.denoiser, request);
+        let registry = Registry::built_in();
+        let generated = generate_in(
+            &registry,
+            &mut self.denoiser,
+            request,
+            Kernel::Auto,
+            left_padding,
+        );
         self.denoiser.set_left_padding(&[])?;
         generated
     }
@@ -150,19 +158,22 @@ pub(crate) fn generate_by<D: TensorDenoiser + ?Sized>(
     request: &GenerateRequest,
     kernel: Kernel,
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
-    generate_in(&Registry::built_in(), denoiser, request, kernel)
+    generate_in(&Registry::built_in(), denoiser, request, kernel, &[])
 }
 
+/// `left_padding`: what the denoiser was told to hide ([`TensorDenoiser::set_left_padding`]).
 fn generate_in<D: TensorDenoiser + ?Sized>(
     registry: &Registry,
     denoiser: &mut D,
     request: &GenerateRequest,
     kernel: Kernel,
+    left_padding: &[usize],
 ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
     let mut net = DeviceNet {
         denoiser,
         logits: None,
         kernel,
+        left_padding: left_padding.to_vec(),
     };
     generate_with(&mut net, request, registry)
 }
@@ -175,7 +186,7 @@ impl Registry {
         denoiser: &mut D,
         request: &GenerateRequest,
     ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
-        generate_in(self, denoiser, request, Kernel::Auto)
+        generate_in(self, denoiser, request, Kernel::Auto, &[])
     }
 }
 
@@ -247,6 +258,40 @@ impl<D: TensorDenoiser> Denoiser for OnHost<D> {
     fn synchronize(&mut self) {
         self.0.synchronize()
     }
+    /// The tensor model's cache, its logits copied to the host as `denoise`'s are.
+    fn kv_cache(&mut self) -> Option<&mut dyn DenoiserKvCache> {
+        if self.0.kv_cache().is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+impl<D: TensorDenoiser> DenoiserKvCache for OnHost<D> {
+    fn denoise_and_fill(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        t: f64,
+        out: &mut [f64],
+    ) -> Result<()> {
+        let logits = device_cache(&mut self.0)?.logits_and_fill(tokens, batch, length, t)?;
+        copy_to_host(logits, self.1, out)
+    }
+    fn denoise_window(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        window: std::ops::Range<usize>,
+        t: f64,
+        out: &mut [f64],
+    ) -> Result<()> {
+        let logits = device_cache(&mut self.0)?.logits_window(tokens, batch, length, window, t)?;
+        copy_to_host(logits, self.1, out)
+    }
 }
 
 impl<A: TensorAutoregressive> super::Autoregressive for OnHost<A> {
@@ -295,9 +340,10 @@ fn copy_to_host<const N: usize>(logits: Tensor<N>, kernel: Kernel, out: &mut [f6
 
 struct DeviceNet<'a, D: TensorDenoiser + ?Sized> {
     denoiser: &'a mut D,
-    /// The last forward's logits, `[batch · length, vocab]`.
+    /// The last call's logits, `[batch · width, vocab]` (width: the length, or a window's).
     logits: Option<Tensor<2>>,
     kernel: Kernel,
+    left_padding: Vec<usize>,
 }
 
 impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
@@ -313,15 +359,32 @@ impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
     fn forward(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()> {
         self.logits = None; // free the previous step's logits before the next forward
         let logits = self.denoiser.logits(tokens, batch, length, t)?;
-        let vocab = self.denoiser.vocab_size();
-        let dims = logits.dims();
-        if dims != [batch, length, vocab] {
-            return Err(PluginError::bad_data(format!(
-                "the model returned logits of shape {dims:?}, expected [{batch}, {length}, {vocab}]"
-            )));
-        }
-        self.logits = Some(logits.reshape([batch * length, vocab]));
-        Ok(())
+        self.keep(logits, batch, length)
+    }
+    fn has_kv_cache(&mut self) -> bool {
+        self.denoiser.kv_cache().is_some()
+    }
+    fn left_padding(&self) -> &[usize] {
+        &self.left_padding
+    }
+    fn fill(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()> {
+        self.logits = None;
+        let logits = device_cache(self.denoiser)?.logits_and_fill(tokens, batch, length, t)?;
+        self.keep(logits, batch, length)
+    }
+    fn window(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        window: std::ops::Range<usize>,
+        t: f64,
+    ) -> Result<()> {
+        self.logits = None;
+        let width = window.len();
+        let logits =
+            device_cache(self.denoiser)?.logits_window(tokens, batch, length, window, t)?;
+        self.keep(logits, batch, width)
     }
     fn draw(
         &mut self,
@@ -348,6 +411,28 @@ impl<D: TensorDenoiser + ?Sized> DenoiseNet for DeviceNet<'_, D> {
     fn synchronize(&mut self) {
         self.denoiser.synchronize()
     }
+}
+
+impl<D: TensorDenoiser + ?Sized> DeviceNet<'_, D> {
+    /// Keep `logits` (`[batch, width, vocab]`: every position, or a window's) for the draws.
+    fn keep(&mut self, logits: Tensor<3>, batch: usize, width: usize) -> Result<()> {
+        let vocab = self.denoiser.vocab_size();
+        let dims = logits.dims();
+        if dims != [batch, width, vocab] {
+            return Err(PluginError::bad_data(format!(
+                "the model returned logits of shape {dims:?}, expected [{batch}, {width}, {vocab}]"
+            )));
+        }
+        self.logits = Some(logits.reshape([batch * width, vocab]));
+        Ok(())
+    }
+}
+
+/// `denoiser`'s cache, which the run checked for before its first cached call.
+fn device_cache<D: TensorDenoiser + ?Sized>(denoiser: &mut D) -> Result<&mut dyn TensorKvCache> {
+    denoiser
+        .kv_cache()
+        .ok_or_else(|| PluginError::internal("a cached step on a model without a cache"))
 }
 
 struct DeviceNext<'a, A: TensorAutoregressive + ?Sized> {

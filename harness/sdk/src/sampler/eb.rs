@@ -6,6 +6,7 @@
 
 use super::params::{Bound, Choice, Handle, Number, BLOCK_LENGTH};
 use super::{remask, DenoiserSampler, Param, Params, Ranking, Run, Sampler, Steps, Want};
+use super::{CACHE, REFRESH};
 use crate::Result;
 
 /// The error proxy positions are ordered by.
@@ -47,7 +48,13 @@ impl Sampler for Eb {
         "eb"
     }
     fn params(&self) -> Vec<Param> {
-        vec![BLOCK_LENGTH.param(), GAMMA.param(), PROXY.param()]
+        vec![
+            BLOCK_LENGTH.param(),
+            CACHE.param(),
+            REFRESH.param(),
+            GAMMA.param(),
+            PROXY.param(),
+        ]
     }
     fn steps(&self) -> Steps {
         Steps::Budget

@@ -5,6 +5,7 @@
 
 use super::params::{Bound, Handle, Number, BLOCK_LENGTH};
 use super::{remask, DenoiserSampler, Param, Params, Ranking, Run, Sampler, Steps, Want};
+use super::{CACHE, REFRESH};
 use crate::Result;
 
 /// `factor`: how far below 1 the k-th confidence may fall (`1 − factor/(k+1)`).
@@ -24,7 +25,12 @@ impl Sampler for Factor {
         "factor"
     }
     fn params(&self) -> Vec<Param> {
-        vec![BLOCK_LENGTH.param(), FACTOR.param()]
+        vec![
+            BLOCK_LENGTH.param(),
+            CACHE.param(),
+            REFRESH.param(),
+            FACTOR.param(),
+        ]
     }
     fn steps(&self) -> Steps {
         Steps::Budget

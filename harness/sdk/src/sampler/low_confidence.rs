@@ -3,6 +3,7 @@
 
 use super::params::{Handle, BLOCK_LENGTH};
 use super::{remask, DenoiserSampler, Param, Params, Ranking, Run, Sampler, Steps, Want};
+use super::{CACHE, REFRESH};
 use crate::Result;
 
 /// The `low_confidence` sampler.
@@ -14,7 +15,7 @@ impl Sampler for LowConfidence {
         "low_confidence"
     }
     fn params(&self) -> Vec<Param> {
-        vec![BLOCK_LENGTH.param()]
+        vec![BLOCK_LENGTH.param(), CACHE.param(), REFRESH.param()]
     }
     fn steps(&self) -> Steps {
         Steps::Budget

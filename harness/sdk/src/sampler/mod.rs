@@ -31,7 +31,10 @@
 //!   than the quota: `steps` is their step budget, and they may finish a block early. With
 //!   `steps = L` the quota is one token, which is the anchors' "at least one token per step".
 //! * `ddpm`/`ddpm_cache` use `steps` as the time grid of each block (positions unmask at random,
-//!   Binomially); the grid ends at `t = 0` where every remaining position unmasks.
+//!   Binomially); the grid ends at `t = 0` where every remaining position unmasks. `remdm` uses
+//!   the same grid; its last step masks nothing again, so no mask survives it either.
+//! * `threshold_edit` commits as `threshold` does; its edits spend the same budget, and once a
+//!   block is full it keeps stepping only while edits fire.
 //! * `left_to_right` takes exactly `L` steps (one position per step, [`Steps::OnePerToken`]).
 //! * `ar` (autoregressive models) takes exactly `L` steps.
 //!
@@ -47,6 +50,10 @@
 //! * [`LeftToRight`] (`left_to_right`) — one position per step, in order;
 //! * [`Dream`] (`dream`) — Dream's own decoder (`alg`: `origin`, `maskgit_plus`, `topk_margin`,
 //!   `entropy`; `eps`, `alg_temp`), on its own time grid, with no blocks;
+//! * [`Remdm`] (`remdm`) — ReMDM: MDLM ancestral sampling that masks committed tokens again
+//!   (`remask_schedule`: `cap`, `rescale`, `conf`, `loop`; `eta`);
+//! * [`ThresholdEdit`] (`threshold_edit`) — LLaDA 2.1's joint thresholds: `threshold`'s commits
+//!   plus edits that replace a committed token (`edit_tau`);
 //! * [`Ar`] (`ar`) — ancestral sampling of an [`Autoregressive`] model (not a denoiser sampler:
 //!   [`generate_ar`] runs it), described by the same [`Sampler`] trait.
 //!
@@ -56,8 +63,15 @@
 //! argmax), `top_k` and `top_p` (applied to the distribution `x0` is drawn from); the block
 //! samplers take `block_length` (default L); `threshold` takes `tau` (default 0.9), `factor`
 //! takes `factor` (default 1.0), `eb` takes `gamma` and `proxy` (defaults 0.1 and `entropy`),
-//! `dream` takes `alg`, `eps` and `alg_temp` (defaults `origin`, 0.001 and 0; no blocks).
-//! Schedules (`ddpm*` only): `loglinear` (default, `α = 1 − t`), `linear` (MDLM:
+//! `dream` takes `alg`, `eps` and `alg_temp` (defaults `origin`, 0.001 and 0; no blocks),
+//! `remdm` takes `remask_schedule` and `eta` (defaults `cap` and 0.008; `loop` also `t_on`,
+//! `t_off`, `alpha_on`: 0.55, 0.05, 0.9), `threshold_edit` takes
+//! `tau` and `edit_tau` (defaults 0.9 and 0.9; above 1: no edits).
+//! The samplers of the remasking loop (`low_confidence`, `random`, `threshold`, `factor`, `eb`)
+//! take `cache` (`none`, the default, `prefix` or `dual`) and `refresh` (`every_block`, the
+//! default, or a positive integer k): the model's key/value cache, filled at the first step of
+//! every block (and every k steps inside it), windows between fills ([`CACHE`], [`REFRESH`]).
+//! Schedules (`ddpm*` and `remdm`): `loglinear` (default, `α = 1 − t`), `linear` (MDLM:
 //! `α = exp(−(σmin + t(σmax − σmin)))`, σ 1e-4…20), `cosine` (`α = cos(πt/2)`).
 //!
 //! # Accounting
@@ -67,12 +81,31 @@
 //! so it does not depend on who shared its batch. Samples whose blocks got different step
 //! counts are at different diffusion times in one step; a time-conditioned network is then
 //! called once per distinct time ([`Run::forward_and_draw`]), each call counted in `batch_nfe`.
+//!
+//! A call's cost is counted in **positions computed** (query positions): `length` per row for a
+//! full forward pass (a cache fill included), the window's width for a cached step (`cache:
+//! prefix`: from the block's start to the end; `dual`: the block). A sample's
+//! `positions_computed` sums the widths of the calls counted in its `nfe` (a full pass's less
+//! the left padding hidden in its row, so that the count is the row's alone); the reply's
+//! `batch_positions` sums `batch × width` over every call made. A cached step is still one
+//! NFE: NFE says how many steps, positions what they cost. `ar` computes one position per call
+//! and row, prompt positions (fed one per call, not counted in its `nfe`) included, so a
+//! sample's positions are its sequence's length (without left padding).
+//!
+//! Samplers that revisit committed positions (`remdm`, `threshold_edit`) count by the same
+//! rules: an edit is a step like any other (its call is one NFE, counted for every sample that
+//! read it; `threshold_edit`'s call that finds nothing left to edit included), and a token
+//! masked again is generated again. A sample's `edits` counts its commits at positions
+//! committed before ([`Run::commit`]): each token re-generated after [`Run::remask`], and each
+//! token replaced in place. It is absent for a sample with none.
 
 mod ar;
+mod cache;
 mod ddpm;
 mod draw;
 mod dream;
 mod eb;
+mod edit;
 mod factor;
 mod left_to_right;
 mod low_confidence;
@@ -80,16 +113,19 @@ pub mod params;
 mod random;
 mod registry;
 mod remask;
+mod remdm;
 mod run;
 mod schedule;
 mod threshold;
 mod traits;
 
 pub use ar::{generate_ar, Ar, Autoregressive, AutoregressiveModel};
+pub use cache::{CacheMode, CACHE, REFRESH};
 pub use ddpm::Ddpm;
 pub use draw::{categorical, sample_rng, Drawn, Want};
 pub use dream::{Dream, DreamAlg, ALG, ALG_TEMP, EPS};
 pub use eb::{Eb, Proxy, GAMMA, PROXY};
+pub use edit::{ThresholdEdit, EDIT_TAU};
 pub use factor::{Factor, FACTOR};
 pub use left_to_right::LeftToRight;
 pub use low_confidence::LowConfidence;
@@ -97,6 +133,7 @@ pub use params::{Param, Params};
 pub use random::Random;
 pub use registry::{Registry, RegistryModel, BUILT_IN};
 pub use remask::{remask, Ranking};
+pub use remdm::{RemaskSchedule, Remdm, ALPHA_ON, ETA, REMASK_SCHEDULE, T_OFF, T_ON};
 pub use run::{RowBlock, Run};
 pub use schedule::{blocks, quotas, split_steps, Schedule};
 pub use threshold::{Threshold, TAU};
@@ -143,6 +180,10 @@ pub fn generate<D: Denoiser + ?Sized>(
 pub mod device;
 
 #[cfg(test)]
+mod cache_tests;
+#[cfg(test)]
 mod golden;
+#[cfg(test)]
+mod revisit_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -3,7 +3,7 @@
 //! parameter.
 //!
 //! A sampler declares a parameter as a `const` handle ([`Number`], [`OptionalNumber`],
-//! [`Count`] or [`Choice`]), lists it in [`super::Sampler::params`], and reads its value with
+//! [`Count`], [`CountOrWord`] or [`Choice`]), lists it in [`super::Sampler::params`], and reads its value with
 //! [`Params::get`] — the handle's type gives the value's type and its default. Every sampler
 //! takes the draw's [`TEMPERATURE`], [`TOP_K`] and [`TOP_P`] without listing them.
 
@@ -54,6 +54,11 @@ pub enum Kind {
     },
     /// A positive integer; unset unless given.
     Count,
+    /// A positive integer, or the string `word`, which is the default.
+    CountOrWord {
+        /// The one string accepted, and the default.
+        word: &'static str,
+    },
     /// One of `options` (a string); the first is the default.
     Choice {
         /// The names accepted.
@@ -166,6 +171,35 @@ impl Handle for Count {
         Param {
             name: self.name,
             kind: Kind::Count,
+            doc: self.doc,
+        }
+    }
+    fn read(&self, given: Option<&Value>) -> Option<usize> {
+        given.and_then(Value::as_u64).map(|x| x as usize)
+    }
+}
+
+/// A positive integer or one word, the default (`refresh`: `every_block` or every k steps):
+/// [`Params::get`] gives `None` for the word.
+#[derive(Debug, Clone, Copy)]
+pub struct CountOrWord {
+    /// Its key.
+    pub name: &'static str,
+    /// The word that stands for the default.
+    pub word: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+impl Handle for CountOrWord {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    type Value = Option<usize>;
+    fn param(&self) -> Param {
+        Param {
+            name: self.name,
+            kind: Kind::CountOrWord { word: self.word },
             doc: self.doc,
         }
     }
@@ -297,6 +331,7 @@ impl Params {
                             default: Some(x), ..
                         } => Value::from(x),
                         Kind::Choice { options } => Value::from(options[0]),
+                        Kind::CountOrWord { word } => Value::from(word),
                         Kind::Number { default: None, .. } | Kind::Count => Value::Null,
                     });
                 (param.name.to_string(), value)
@@ -350,6 +385,15 @@ fn check(param: &Param, value: &Value) -> Result<()> {
             if value.as_u64().is_none_or(|x| x == 0) {
                 return Err(PluginError::bad_config(format!(
                     "sampler parameter `{name}` must be a positive integer, got {value}"
+                )));
+            }
+        }
+        Kind::CountOrWord { word } => {
+            let fits = value.as_str() == Some(*word) || value.as_u64().is_some_and(|x| x > 0);
+            if !fits {
+                return Err(PluginError::bad_config(format!(
+                    "sampler parameter `{name}` must be `{word}` or a positive integer, got {value} ({name}: {})",
+                    param.doc
                 )));
             }
         }

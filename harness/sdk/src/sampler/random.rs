@@ -4,6 +4,7 @@
 
 use super::params::{Handle, BLOCK_LENGTH};
 use super::{remask, DenoiserSampler, Param, Params, Ranking, Run, Sampler, Steps, Want};
+use super::{CACHE, REFRESH};
 use crate::Result;
 use rand::Rng;
 
@@ -16,7 +17,7 @@ impl Sampler for Random {
         "random"
     }
     fn params(&self) -> Vec<Param> {
-        vec![BLOCK_LENGTH.param()]
+        vec![BLOCK_LENGTH.param(), CACHE.param(), REFRESH.param()]
     }
     fn steps(&self) -> Steps {
         Steps::Budget

@@ -3,7 +3,8 @@
 
 use super::run::{generate_with, HostNet};
 use super::{
-    Ddpm, DenoiserSampler, Dream, Eb, Factor, LeftToRight, LowConfidence, Random, Threshold,
+    Ddpm, DenoiserSampler, Dream, Eb, Factor, LeftToRight, LowConfidence, Random, Remdm, Threshold,
+    ThresholdEdit,
 };
 use crate::{ComponentInfo, Denoiser, GenerateReply, GenerateRequest, Model, Result, SamplerInfo};
 
@@ -18,6 +19,8 @@ pub static BUILT_IN: &[&dyn DenoiserSampler] = &[
     &Eb,
     &LeftToRight,
     &Dream,
+    &Remdm,
+    &ThresholdEdit,
 ];
 
 /// A set of denoiser samplers with distinct names: what a model answers and what its

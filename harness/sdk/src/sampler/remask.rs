@@ -2,6 +2,11 @@
 //! `random`, `threshold`, `factor`, `eb`): in each block, at each step, draw `x0` at every
 //! masked position, then commit the quota — or more, if the rule accepts more — of the
 //! positions the rule ranks highest; the rest stay masked.
+//!
+//! With `cache: prefix` or `dual` (the samplers declare [`super::CACHE`] and
+//! [`super::REFRESH`]) a step calls the model's key/value cache instead of a plain forward pass
+//! (`cache.rs`): a fill at the first step of each block and at each refresh step, a
+//! window otherwise; every sample's blocks must then lie at the same positions.
 
 use super::{quotas, Drawn, RowBlock, Run};
 use crate::Result;
@@ -28,7 +33,10 @@ pub fn remask(
     block_length: Option<usize>,
     rank: &dyn Fn(&Drawn, Range<usize>, &mut ChaCha8Rng) -> Ranking,
 ) -> Result<()> {
-    for block in run.blocks(block_length)? {
+    let blocks = run.blocks(block_length)?;
+    run.cache_plan()
+        .check_aligned(&blocks, |b| run.prompt_len(b))?;
+    for block in blocks {
         remask_block(run, &block, rank)?;
     }
     Ok(())
@@ -91,7 +99,7 @@ fn remask_block(
                 uniforms.push(rand::Rng::random::<f64>(run.rng(b)));
             }
         }
-        let drawn = run.forward_and_draw(&times, &rows, &uniforms)?;
+        let drawn = step_and_draw(run, k, block, &times, &rows, &uniforms)?;
         let mut offset = 0;
         for (b, positions) in masked.iter().enumerate() {
             let n = positions.len();
@@ -108,6 +116,30 @@ fn remask_block(
         }
     }
     Ok(())
+}
+
+/// Step `step` of `block`'s network call and its draws: uncached, each sample at its own time
+/// ([`Run::forward_and_draw`]); cached, the plan's fill or window (a time-conditioned network
+/// is refused before, so one call at any active sample's time serves all; the blocks are
+/// aligned, so every sample's block is the same range).
+fn step_and_draw(
+    run: &mut Run<'_>,
+    step: usize,
+    block: &[Option<RowBlock>],
+    times: &[Option<f64>],
+    rows: &[usize],
+    uniforms: &[f64],
+) -> Result<Drawn> {
+    let plan = run.cache_plan();
+    let range = block.iter().flatten().next().map(|rb| &rb.range);
+    let (Some(&t), Some(range), true) = (times.iter().flatten().next(), range, plan.is_on()) else {
+        return run.forward_and_draw(times, rows, uniforms);
+    };
+    run.call(plan.call(step, range, run.length()), t)?;
+    if rows.is_empty() {
+        return Ok(Drawn::default());
+    }
+    run.draw(rows, uniforms)
 }
 
 /// Indices (into the sample's `n` masked positions) to commit this step: the `max(quota,

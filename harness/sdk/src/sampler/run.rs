@@ -1,8 +1,10 @@
 //! One generate call over a denoising network: the canvas, the samples' random streams, the
 //! NFE counters, and the checks every sampler shares before its own loop runs.
 
+use super::cache::{CachePlan, Call};
 use super::draw::{Drawn, RowError, Shaping};
 use super::{blocks, sample_rng, split_steps, DenoiserSampler, Params, Registry, Steps, Want};
+use crate::kv_cache::DenoiserKvCache;
 use crate::{Denoiser, GenerateReply, GenerateRequest, PluginError, Result, SampleStats};
 use rand_chacha::ChaCha8Rng;
 use std::ops::Range;
@@ -18,7 +20,25 @@ pub(crate) trait DenoiseNet {
     fn device(&self) -> String;
     /// Run the network on `tokens` (`batch × length`); later draws read this output.
     fn forward(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()>;
-    /// Draw at output rows `rows` (`b · length + j`), `uniforms[i]` being row `i`'s draw.
+    /// Whether the model has a key/value cache ([`crate::kv_cache`]).
+    fn has_kv_cache(&mut self) -> bool;
+    /// The left padding the network hides in this call's rows (`Model::generate_left_padded`;
+    /// empty: none): part of each prompt, counted in the batch's positions, not the sample's.
+    fn left_padding(&self) -> &[usize];
+    /// As [`DenoiseNet::forward`], and fill the model's key/value cache.
+    fn fill(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()>;
+    /// Run the network's queries at positions `window` of every row over the cache; later
+    /// draws read this output, whose rows are `b · window.len() + (j − window.start)`.
+    fn window(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        window: Range<usize>,
+        t: f64,
+    ) -> Result<()>;
+    /// Draw at output rows `rows` (`b · width + j` for an output `width` positions wide),
+    /// `uniforms[i]` being row `i`'s draw.
     fn draw(
         &mut self,
         rows: &[usize],
@@ -55,6 +75,29 @@ impl<D: Denoiser + ?Sized> DenoiseNet for HostNet<'_, D> {
         self.denoiser
             .denoise(tokens, batch, length, t, &mut self.probs)
     }
+    fn has_kv_cache(&mut self) -> bool {
+        self.denoiser.kv_cache().is_some()
+    }
+    fn left_padding(&self) -> &[usize] {
+        &[] // a host `Denoiser` hides no padding (`Model::generate_left_padded` refuses it)
+    }
+    fn fill(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<()> {
+        self.probs
+            .resize(batch * length * self.denoiser.vocab_size(), 0.0);
+        host_cache(self.denoiser)?.denoise_and_fill(tokens, batch, length, t, &mut self.probs)
+    }
+    fn window(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        window: Range<usize>,
+        t: f64,
+    ) -> Result<()> {
+        self.probs
+            .resize(batch * window.len() * self.denoiser.vocab_size(), 0.0);
+        host_cache(self.denoiser)?.denoise_window(tokens, batch, length, window, t, &mut self.probs)
+    }
     fn draw(
         &mut self,
         rows: &[usize],
@@ -76,6 +119,13 @@ impl<D: Denoiser + ?Sized> DenoiseNet for HostNet<'_, D> {
     fn synchronize(&mut self) {
         self.denoiser.synchronize()
     }
+}
+
+/// `denoiser`'s cache, which the run checked for before its first cached call.
+fn host_cache<D: Denoiser + ?Sized>(denoiser: &mut D) -> Result<&mut dyn DenoiserKvCache> {
+    denoiser
+        .kv_cache()
+        .ok_or_else(|| PluginError::internal("a cached step on a model without a cache"))
 }
 
 /// One sample's semi-autoregressive block: its positions and its share of the steps.
@@ -166,6 +216,18 @@ pub struct Run<'a> {
     schedule: Option<&'a str>,
     batch_nfe: u64,
     sample_nfe: Vec<u64>,
+    cache: CachePlan,
+    /// The positions the last call's output holds: `None` for every position, a window's
+    /// range after a window call.
+    output_window: Option<Range<usize>>,
+    /// Query positions per row of the last call.
+    call_width: usize,
+    sample_positions: Vec<u64>,
+    batch_positions: u64,
+    /// Fills and window calls made (a sampler that reads `cache` must make some).
+    cached_calls: u64,
+    /// Each row's hidden left padding (empty: none).
+    left_padding: Vec<usize>,
     /// Positions a sampler has committed at least once (edits are commits beyond the first).
     committed: Vec<bool>,
     sample_edits: Vec<u64>,
@@ -233,23 +295,79 @@ impl Run<'_> {
     }
     /// One forward pass of the network over the canvas at diffusion time `t` (one batch NFE).
     pub fn forward(&mut self, t: f64) -> Result<()> {
+        self.call(Call::Forward, t)
+    }
+    /// Make `call` at diffusion time `t` (one batch NFE): a forward pass, a forward pass that
+    /// fills the cache, or a window over the cache, after which draws address only the
+    /// window's positions. Counts the positions computed for the batch.
+    pub(crate) fn call(&mut self, call: Call, t: f64) -> Result<()> {
         let c = &self.canvas;
-        self.net.forward(&c.tokens, c.batch, c.length, t)?;
+        let (batch, length) = (c.batch, c.length);
+        match &call {
+            Call::Forward => self.net.forward(&c.tokens, batch, length, t)?,
+            Call::Fill => self.net.fill(&c.tokens, batch, length, t)?,
+            Call::Window(window) => self
+                .net
+                .window(&c.tokens, batch, length, window.clone(), t)?,
+        }
+        if call != Call::Forward {
+            self.cached_calls += 1;
+        }
+        self.output_window = match call {
+            Call::Window(window) => Some(window),
+            Call::Forward | Call::Fill => None,
+        };
+        self.call_width = self.output_window.as_ref().map_or(length, Range::len);
         self.batch_nfe += 1;
+        self.batch_positions += (batch * self.call_width) as u64;
         Ok(())
     }
-    /// Count one network call for sample `b`'s own NFE: a call it needed (it still had masked
-    /// positions, and the output it reads is new to it).
+    /// The request's cache settings (`cache`, `refresh`; none for samplers that do not read
+    /// them).
+    pub(crate) fn cache_plan(&self) -> CachePlan {
+        self.cache
+    }
+    /// Count the last network call for sample `b`'s own NFE: a call it needed (it still had
+    /// masked positions, and the output it reads is new to it). Its positions computed grow by
+    /// the call's width (the length less the sample's hidden left padding, so that the count is
+    /// the sample's alone; or a window's width, which lies past the prompt).
     pub fn count_call(&mut self, b: usize) {
         self.sample_nfe[b] += 1;
+        let padding = match self.output_window {
+            None => self.left_padding.get(b).copied().unwrap_or(0),
+            Some(_) => 0,
+        };
+        self.sample_positions[b] += self.call_width.saturating_sub(padding) as u64;
+    }
+    /// Output rows for canvas rows `rows`: the same after a full pass, the window's own rows
+    /// (`b · width + j − start`) after a window call. A row outside the window is a sampler bug.
+    fn output_rows<'r>(&self, rows: &'r [usize]) -> Result<std::borrow::Cow<'r, [usize]>> {
+        let Some(window) = &self.output_window else {
+            return Ok(rows.into());
+        };
+        let length = self.canvas.length;
+        rows.iter()
+            .map(|&row| {
+                let (b, j) = (row / length, row % length);
+                if window.contains(&j) {
+                    Ok(b * window.len() + j - window.start)
+                } else {
+                    Err(PluginError::internal(format!(
+                        "sample {b}, position {j}: a sampler read outside the window {window:?} of its cached step"
+                    )))
+                }
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Into::into)
     }
     /// Draw at rows `rows` of the last forward pass's output, `uniforms[i]` (from the row's
     /// sample's stream) being row `i`'s draw, with the scores [`DenoiserSampler::scores`] asked
     /// for. An invalid distribution is an error naming the sample and position.
     pub fn draw(&mut self, rows: &[usize], uniforms: &[f64]) -> Result<Drawn> {
         let length = self.canvas.length;
+        let output_rows = self.output_rows(rows)?;
         self.net
-            .draw(rows, uniforms, &self.shaping, self.want)
+            .draw(&output_rows, uniforms, &self.shaping, self.want)
             .map_err(|e| {
                 let row = rows[e.at];
                 PluginError::bad_data(format!(
@@ -264,7 +382,8 @@ impl Run<'_> {
     /// to a per-row constant), `rows.len() × vocab` values, for a sampler that shapes and scores
     /// whole rows itself.
     pub fn log_weights(&mut self, rows: &[usize]) -> Result<Vec<f64>> {
-        self.net.log_weights(rows)
+        let output_rows = self.output_rows(rows)?;
+        self.net.log_weights(&output_rows)
     }
     /// One step's network call and draws when each sample has its own diffusion time
     /// (`times[b]`, `None` for a sample idle this step): a time-independent network is called
@@ -359,6 +478,10 @@ pub(crate) fn generate_with(
         ))
     })?;
     let params = Params::parse(sampler, &spec.params)?;
+    let cache = CachePlan::read(&params)?;
+    if cache.is_on() {
+        check_cache_support(net, cache)?;
+    }
     let canvas = Canvas::new(
         batch,
         length,
@@ -367,6 +490,7 @@ pub(crate) fn generate_with(
     )?;
     check_steps_and_schedule(sampler, request, registry)?;
     let rngs = canvas.streams(request);
+    let left_padding = net.left_padding().to_vec();
     let start = Instant::now();
     let mut run = Run {
         net,
@@ -378,6 +502,13 @@ pub(crate) fn generate_with(
         schedule: spec.schedule.as_deref(),
         batch_nfe: 0,
         sample_nfe: vec![0; batch],
+        cache,
+        output_window: None,
+        call_width: length,
+        sample_positions: vec![0; batch],
+        batch_positions: 0,
+        cached_calls: 0,
+        left_padding,
         committed: vec![false; batch * length],
         sample_edits: vec![0; batch],
     };
@@ -391,11 +522,17 @@ pub(crate) fn generate_with(
             spec.name
         )));
     }
+    if cache.is_on() && run.cached_calls == 0 && run.batch_nfe > 0 {
+        return Err(PluginError::internal(format!(
+            "sampler `{}` declares `cache` but made no cached call (a bug in the sampler)",
+            spec.name
+        )));
+    }
     let samples = (0..batch)
         .map(|b| SampleStats {
             nfe: run.sample_nfe[b],
             generated_tokens: (length - canvas.prompt_len[b]) as u64,
-            positions_computed: None,
+            positions_computed: Some(run.sample_positions[b]),
             // Absent means none (samplers that never revisit a position).
             edits: (run.sample_edits[b] > 0).then_some(run.sample_edits[b]),
         })
@@ -407,7 +544,7 @@ pub(crate) fn generate_with(
             lengths: vec![length; batch],
             samples,
             batch_nfe: run.batch_nfe,
-            batch_positions: None,
+            batch_positions: Some(run.batch_positions),
             wall_seconds,
             device: run.net.device(),
             texts: None,
@@ -415,6 +552,22 @@ pub(crate) fn generate_with(
             settings: Some(super::params::settings(sampler, &params, spec)),
         },
     ))
+}
+
+/// A cache asked of `net`: refused for a model without one and for a time-conditioned one.
+fn check_cache_support(net: &mut dyn DenoiseNet, cache: CachePlan) -> Result<()> {
+    let name = cache.mode.name();
+    if net.time_conditioned() {
+        return Err(PluginError::unsupported(format!(
+            "`cache: {name}` reuses keys and values computed at an earlier step, but this network takes the diffusion time as input, so they would belong to another time; use `cache: none`"
+        )));
+    }
+    if !net.has_kv_cache() {
+        return Err(PluginError::unsupported(format!(
+            "`cache: {name}` needs a model with a key/value cache, and this one has none (its denoiser's `kv_cache()` is `None`); use `cache: none` (the default)"
+        )));
+    }
+    Ok(())
 }
 
 /// The request's `steps` and `schedule` against what the sampler says it reads.

@@ -559,7 +559,7 @@ fn every_sampler_accepts_exactly_the_parameters_it_describes() {
         for param in &declared {
             let value = match &param.kind {
                 Kind::Number { .. } => serde_json::json!(0.5),
-                Kind::Count => serde_json::json!(2),
+                Kind::Count | Kind::CountOrWord { .. } => serde_json::json!(2),
                 Kind::Choice { options } => serde_json::json!(options.last().unwrap()),
             };
             let given = [(param.name.to_string(), value)].into_iter().collect();

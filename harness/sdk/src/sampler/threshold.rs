@@ -3,6 +3,7 @@
 
 use super::params::{Bound, Handle, Number, BLOCK_LENGTH};
 use super::{remask, DenoiserSampler, Param, Params, Ranking, Run, Sampler, Steps, Want};
+use super::{CACHE, REFRESH};
 use crate::Result;
 
 /// `tau`: the confidence a position needs to be committed beside the top-1.
@@ -22,7 +23,12 @@ impl Sampler for Threshold {
         "threshold"
     }
     fn params(&self) -> Vec<Param> {
-        vec![BLOCK_LENGTH.param(), TAU.param()]
+        vec![
+            BLOCK_LENGTH.param(),
+            CACHE.param(),
+            REFRESH.param(),
+            TAU.param(),
+        ]
     }
     fn steps(&self) -> Steps {
         Steps::Budget

@@ -428,3 +428,63 @@ fn every_task_declares_exactly_the_config_keys_it_accepts() {
         .collect();
     assert_eq!(paths, ["path"]);
 }
+
+/// The oracle's cache is exact: `cache: prefix` and `dual` give the samples and NFE of
+/// `cache: none` (the pruned bigram, so parallel steps also reach the fallback), and count
+/// fewer positions: for `low_confidence` (every step runs) per block of `S` steps one fill of
+/// `L` and `S − 1` windows of the block (`dual`) or of `L − start` (`prefix`).
+#[test]
+fn the_oracles_cache_changes_no_sample_and_counts_its_windows() {
+    let (length, block, steps, batch) = (16, 4, 8, 6);
+    let (_, open) = open("ngram", json!({"order": 2, "variant": "ser"}), length);
+    let starts: Vec<usize> = (0..length).step_by(block).collect();
+    let per_block = steps / starts.len();
+    let expected = |mode: &str| -> u64 {
+        let windows = per_block - 1;
+        let width = |s: usize| if mode == "dual" { block } else { length - s };
+        match mode {
+            "none" => (steps * length) as u64,
+            _ => starts
+                .iter()
+                .map(|&s| length + windows * width(s))
+                .sum::<usize>() as u64,
+        }
+    };
+    for sampler in ["low_confidence", "threshold"] {
+        let mut uncached = None;
+        for mode in ["none", "prefix", "dual"] {
+            let mut req = request(sampler, steps, batch, length, 5);
+            req.sampler.params = [
+                ("block_length".to_string(), json!(block)),
+                ("cache".to_string(), json!(mode)),
+            ]
+            .into_iter()
+            .collect();
+            let mut oracle = Oracle::new(&open).unwrap();
+            let (seqs, reply) = generate(&mut oracle, &req).unwrap();
+            let stats: Vec<(u64, u64)> = reply
+                .samples
+                .iter()
+                .map(|s| (s.nfe, s.positions_computed.unwrap()))
+                .collect();
+            if sampler == "low_confidence" {
+                assert!(
+                    stats.iter().all(|&s| s == (steps as u64, expected(mode))),
+                    "{mode}: {stats:?}"
+                );
+            }
+            match &uncached {
+                None => uncached = Some((seqs, stats)),
+                Some((plain, plain_stats)) => {
+                    assert_eq!(&seqs, plain, "{sampler} {mode}: tokens");
+                    for ((nfe, positions), (plain_nfe, plain_positions)) in
+                        stats.iter().zip(plain_stats)
+                    {
+                        assert_eq!(nfe, plain_nfe, "{sampler} {mode}");
+                        assert!(positions < plain_positions, "{sampler} {mode}: {stats:?}");
+                    }
+                }
+            }
+        }
+    }
+}
