@@ -24,13 +24,26 @@
 //! position i − 1; its generation code shifts the logits right by one (position 0 keeps its
 //! own). [`CheckpointDenoiser::logits`] applies that, so both architectures answer "the
 //! distribution of the token at position i" at position i, as the SDK's samplers expect.
+//!
+//! **The key/value cache** ([`dlm_sdk::kv_cache::TensorKvCache`], [`crate::window`]): a fill is
+//! [`CheckpointDenoiser::logits`] keeping every block's keys and values; a window over
+//! positions `s..e` runs the network's queries there only. Dream's shifted logits at `s..e` are
+//! the network's outputs at `s − 1..e − 1`, so a Dream window also queries position `s − 1`
+//! (its keys and values stay the cached ones, as outside any window; a query changes no other
+//! position's output) and drops the output at `e − 1`; at `s = 0` position 0 keeps its own, as
+//! in the full pass. Fast-dLLM's Dream (`dream/model/generation_utils_block.py`) shifts inside
+//! the window instead, giving position `s` its own output; its loop never reads it (the fill
+//! step always commits the block's first position), and every other position agrees.
 
 use crate::config::Architecture;
 use crate::error::{HfError, Result};
 use crate::model::Network;
+use crate::window::WindowCache;
 use burn::tensor::activation::softmax;
 use burn::tensor::{FloatDType, Tensor, TensorData};
+use dlm_sdk::kv_cache::TensorKvCache;
 use dlm_sdk::sampler::device::TensorDenoiser;
+use std::ops::Range;
 
 /// A LLaDA or Dream checkpoint answering the SDK's denoiser calls.
 pub struct CheckpointDenoiser {
@@ -46,6 +59,8 @@ pub struct CheckpointDenoiser {
     /// Padding positions at the front of each row, hidden in the forward passes (set by the
     /// SDK for a left-padded batch; empty: none).
     left_padding: Vec<usize>,
+    /// Keys and values of the last fill ([`TensorKvCache::logits_and_fill`]).
+    kv: Option<WindowCache>,
 }
 
 impl CheckpointDenoiser {
@@ -70,6 +85,7 @@ impl CheckpointDenoiser {
             label,
             left_padding: Vec::new(),
             full_row: false,
+            kv: None,
         })
     }
 
@@ -123,12 +139,22 @@ impl CheckpointDenoiser {
         let ids = self.checkpoint_ids(tokens)?;
         let ids = self.net.ids_tensor(&ids, batch, length)?;
         let logits = self.net.forward_padded(ids, &self.left_padding)?;
-        let logits = match self.net.config.architecture {
+        Ok(self.readout(self.shift(logits)))
+    }
+
+    /// Dream's shift of a whole row's network output (LLaDA's is unshifted).
+    fn shift(&self, logits: Tensor<3>) -> Tensor<3> {
+        match self.net.config.architecture {
             Architecture::Dream => shift_right(logits),
             _ => logits,
-        };
+        }
+    }
+
+    /// The network's (shifted) logits as the samplers see them: the full row, or cut to the
+    /// tokenizer's ids with the mask token's column at −∞.
+    fn readout(&self, logits: Tensor<3>) -> Tensor<3> {
         if self.full_row {
-            return Ok(logits);
+            return logits;
         }
         let logits = logits.narrow(2, 0, self.vocab);
         if (self.mask_token_id as usize) < self.vocab {
@@ -138,10 +164,81 @@ impl CheckpointDenoiser {
                 TensorData::new(exclude, [self.vocab]),
                 (self.net.device(), logits.dtype()),
             );
-            Ok(logits + exclude.reshape([1, 1, self.vocab]))
+            logits + exclude.reshape([1, 1, self.vocab])
         } else {
-            Ok(logits)
+            logits
         }
+    }
+
+    /// [`CheckpointDenoiser::logits`], keeping every block's keys and values for
+    /// [`CheckpointDenoiser::logits_window`].
+    pub fn logits_and_fill(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+    ) -> Result<Tensor<3>> {
+        let ids = self.checkpoint_ids(tokens)?;
+        let ids = self.net.ids_tensor(&ids, batch, length)?;
+        let (logits, cache) = self.net.forward_and_fill(ids, &self.left_padding)?;
+        self.kv = Some(cache);
+        Ok(self.readout(self.shift(logits)))
+    }
+
+    /// The logits `[batch, window.len(), vocab()]` at positions `window` of the SDK ids
+    /// `tokens` (the whole `batch × length` canvas), with the keys and values of the last
+    /// [`CheckpointDenoiser::logits_and_fill`] outside the window (see the module
+    /// documentation for Dream).
+    pub fn logits_window(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        window: Range<usize>,
+    ) -> Result<Tensor<3>> {
+        let Some(cache) = self.kv.as_ref() else {
+            return Err(HfError::Input(
+                "a window step before any fill: the key/value cache is empty (the sampler must \
+                 call logits_and_fill first)"
+                    .into(),
+            ));
+        };
+        if cache.shape() != (batch, length) || tokens.len() != batch * length {
+            return Err(HfError::Input(format!(
+                "a window step over a {batch} × {length} canvas ({} tokens), but the key/value \
+                 cache was filled for {:?} (batch, length): fill it for this canvas first",
+                tokens.len(),
+                cache.shape()
+            )));
+        }
+        if window.is_empty() || window.end > length {
+            return Err(HfError::Input(format!(
+                "window {window:?} is empty or outside the canvas of {length} positions"
+            )));
+        }
+        let dream = self.net.config.architecture == Architecture::Dream;
+        let start = if dream {
+            window.start.saturating_sub(1)
+        } else {
+            window.start
+        };
+        let n = window.end - start;
+        let rows: Vec<u32> = tokens
+            .chunks(length)
+            .flat_map(|row| row[start..window.end].iter().copied())
+            .collect();
+        let ids = self.checkpoint_ids(&rows)?;
+        let ids = self.net.ids_tensor(&ids, batch, n)?;
+        let lead = window.start - start;
+        let logits = self
+            .net
+            .forward_window(ids, start, lead, cache, &self.left_padding)?;
+        let logits = match (dream, window.start) {
+            (true, 0) => shift_right(logits),
+            (true, _) => logits.narrow(1, 0, n - 1),
+            (false, _) => logits,
+        };
+        Ok(self.readout(logits))
     }
 
     /// Probabilities `batch × length × vocab()` (row-major, f32) of one forward pass.
@@ -198,5 +295,35 @@ impl TensorDenoiser for CheckpointDenoiser {
     fn set_left_padding(&mut self, left_padding: &[usize]) -> dlm_sdk::Result<()> {
         self.left_padding = left_padding.to_vec();
         Ok(())
+    }
+
+    fn kv_cache(&mut self) -> Option<&mut dyn TensorKvCache> {
+        Some(self)
+    }
+}
+
+/// The cache the SDK's `cache: prefix | dual` samplers drive (logits in f32 on the device).
+impl TensorKvCache for CheckpointDenoiser {
+    fn logits_and_fill(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        _t: f64,
+    ) -> dlm_sdk::Result<Tensor<3>> {
+        let logits = CheckpointDenoiser::logits_and_fill(self, tokens, batch, length)?;
+        Ok(logits.cast(FloatDType::F32))
+    }
+
+    fn logits_window(
+        &mut self,
+        tokens: &[u32],
+        batch: usize,
+        length: usize,
+        window: Range<usize>,
+        _t: f64,
+    ) -> dlm_sdk::Result<Tensor<3>> {
+        let logits = CheckpointDenoiser::logits_window(self, tokens, batch, length, window)?;
+        Ok(logits.cast(FloatDType::F32))
     }
 }

@@ -10,6 +10,8 @@
 //! * [`model`] — the LLaDA and Dream networks in Burn ([`Network::forward`]: ids → logits);
 //! * [`denoiser`] — the SDK [`dlm_sdk::Denoiser`]: id mapping, Dream's logit shift, the mask
 //!   token excluded ([`CheckpointDenoiser::logits`] keeps the logits on the device);
+//! * [`window`] — the key/value cache of the diffusion networks (Fast-dLLM's prefix and dual
+//!   caches: fill, then windows), behind the SDK's `TensorKvCache`;
 //! * [`ar`] — LLaMA and Qwen2 causal checkpoints as the SDK's `Autoregressive` model (KV cache);
 //! * [`checkpoint`] — a whole folder loaded ([`Checkpoint::open`], [`ArCheckpoint::open`]);
 //! * [`plugin`] — the `dlm-hf` plugin, models `checkpoint` (diffusion) and `ar-checkpoint`
@@ -23,6 +25,7 @@ pub mod error;
 pub mod model;
 pub mod plugin;
 pub mod weights;
+pub mod window;
 
 pub use ar::CheckpointGenerator;
 pub use checkpoint::{ArCheckpoint, Checkpoint, LoadStats};
@@ -32,5 +35,6 @@ pub use error::HfError;
 pub use model::Network;
 pub use plugin::{HfPlugin, OpenConfig};
 pub use weights::WeightStore;
+pub use window::WindowCache;
 
 dlm_sdk::export_plugin!(plugin::HfPlugin);

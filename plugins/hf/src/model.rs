@@ -28,7 +28,8 @@ use burn::tensor::{Bool, DType, Device, FloatDType, Int, Tensor, TensorData};
 /// A dense layer `y = x Wᵀ + b` with `W` as Hugging Face stores it, `[out, in]`.
 #[derive(Debug, Clone)]
 pub struct Linear {
-    /// `[in, out]` (a transposed view of the stored `[out, in]`).
+    /// `[in, out]`: the stored `[out, in]` transposed and laid out row by row
+    /// ([`row_major_transpose`]).
     weight: Tensor<2>,
     bias: Option<Tensor<1>>,
 }
@@ -165,11 +166,10 @@ impl Network {
         let embedding = weights.load(&n.embedding, [rows, h], arch, device, dtype)?;
         let final_norm = weights.load(&n.final_norm, [h], arch, device, dtype)?;
         let head = if config.tied_embeddings {
-            embedding.clone().transpose()
+            row_major_transpose(embedding.clone(), device, dtype)
         } else {
-            weights
-                .load(&n.head, [rows, h], arch, device, dtype)?
-                .transpose()
+            let head = weights.load(&n.head, [rows, h], arch, device, dtype)?;
+            row_major_transpose(head, device, dtype)
         };
         Ok(Network {
             config,
@@ -219,7 +219,7 @@ impl Network {
     pub fn forward(&self, ids: Tensor<2, Int>) -> Tensor<3> {
         let [_, length] = ids.dims();
         let positions: Vec<usize> = (0..length).collect();
-        self.forward_at(ids, &positions, None)
+        self.forward_at(ids, &positions, None, None)
     }
 
     /// [`Network::forward`] over a left-padded batch: the first `left_padding[b]` positions of
@@ -231,10 +231,25 @@ impl Network {
     /// the real tokens, so their rows stay finite; they are never read. No padding (empty or
     /// all 0) is `forward`.
     pub fn forward_padded(&self, ids: Tensor<2, Int>, left_padding: &[usize]) -> Result<Tensor<3>> {
-        if left_padding.iter().all(|&p| p == 0) {
-            return Ok(self.forward(ids));
-        }
         let [batch, length] = ids.dims();
+        let (positions, mask) = self.padding_layout(left_padding, batch, length, 0..length)?;
+        Ok(self.forward_at(ids, &positions, mask, None))
+    }
+
+    /// The RoPE positions of the queries `queries` (one row for the whole batch without
+    /// padding, else one per sequence: `j − left_padding[b]`, from each row's first real token)
+    /// and the attention mask `[batch, heads, queries, length]` hiding every row's padding keys
+    /// (`None` without padding), for a `batch × length` canvas.
+    pub(crate) fn padding_layout(
+        &self,
+        left_padding: &[usize],
+        batch: usize,
+        length: usize,
+        queries: std::ops::Range<usize>,
+    ) -> Result<(Vec<usize>, Option<Tensor<4, Bool>>)> {
+        if left_padding.iter().all(|&p| p == 0) {
+            return Ok((queries.collect(), None));
+        }
         if left_padding.len() != batch || left_padding.iter().any(|&p| p >= length) {
             return Err(HfError::Input(format!(
                 "left padding {left_padding:?} for a {batch} × {length} batch: one count per row, each leaving a real token"
@@ -242,7 +257,7 @@ impl Network {
         }
         let positions: Vec<usize> = left_padding
             .iter()
-            .flat_map(|&pad| (0..length).map(move |j| j.saturating_sub(pad)))
+            .flat_map(|&pad| queries.clone().map(move |j| j.saturating_sub(pad)))
             .collect();
         let hidden: Vec<bool> = left_padding
             .iter()
@@ -252,27 +267,48 @@ impl Network {
             TensorData::new(hidden, [batch, 1, 1, length]),
             &self.device,
         )
-        .expand([batch, self.config.heads, length, length]);
-        Ok(self.forward_at(ids, &positions, Some(mask)))
+        .expand([batch, self.config.heads, queries.len(), length]);
+        Ok((positions, Some(mask)))
     }
 
     /// The forward pass with RoPE at `positions` (one row for the whole batch, or one per
-    /// sequence) and an attention mask (`true`: hidden).
-    fn forward_at(
+    /// sequence) and an attention mask (`true`: hidden); with `fill`, every block's keys
+    /// (RoPE applied) and values `[batch, kv_heads, length, d]` are pushed onto it.
+    pub(crate) fn forward_at(
         &self,
         ids: Tensor<2, Int>,
         positions: &[usize],
         mask: Option<Tensor<4, Bool>>,
+        mut fill: Option<&mut Vec<(Tensor<4>, Tensor<4>)>>,
     ) -> Tensor<3> {
         let c = &self.config;
-        let mut x = embedding(self.embedding.clone(), ids);
-        if c.scale_embeddings {
-            x = x.mul_scalar((c.hidden as f64).sqrt());
-        }
+        let mut x = self.embed(ids);
         let (cos, sin) = rope_tables_at(positions, x.dims()[1], c.head_dim(), c.rope_theta, &x);
+        let causal = c.architecture.is_autoregressive();
         for block in &self.blocks {
-            x = block.forward(x, &cos, &sin, mask.clone(), c);
+            let (q, k, v) = block.qkv(x.clone(), &cos, &sin, c);
+            if let Some(fill) = fill.as_deref_mut() {
+                fill.push((k.clone(), v.clone()));
+            }
+            x = block.finish(x, q, (k, v), mask.clone(), causal, c);
         }
+        self.head_logits(x)
+    }
+
+    /// The input embeddings `[batch, n, hidden]` of `ids: [batch, n]`.
+    pub(crate) fn embed(&self, ids: Tensor<2, Int>) -> Tensor<3> {
+        let x = embedding(self.embedding.clone(), ids);
+        if self.config.scale_embeddings {
+            x.mul_scalar((self.config.hidden as f64).sqrt())
+        } else {
+            x
+        }
+    }
+
+    /// The final norm and the output head: logits `[batch, n, vocab_rows]` of the last
+    /// block's output.
+    pub(crate) fn head_logits(&self, x: Tensor<3>) -> Tensor<3> {
+        let c = &self.config;
         let x = rms_norm(x, &self.final_norm, c.rms_norm_eps);
         let logits = linear(x, self.head.clone(), None);
         if c.scale_logits {
@@ -281,12 +317,17 @@ impl Network {
             logits
         }
     }
+
+    /// The transformer blocks, for the cached forward passes of [`crate::window`].
+    pub(crate) fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
 }
 
 impl Block {
     /// q `[b, heads, n, d]` and k, v `[b, kv_heads, n, d]` of `x: [b, n, hidden]`, RoPE applied
     /// with tables for the positions of `x`.
-    fn qkv(
+    pub(crate) fn qkv(
         &self,
         x: Tensor<3>,
         cos: &Tensor<4>,
@@ -305,7 +346,7 @@ impl Block {
 
     /// Attention of `q` over `k`, `v` (key/value heads shared by groups of query heads), then
     /// the residual update and the feed-forward layer.
-    fn finish(
+    pub(crate) fn finish(
         &self,
         x: Tensor<3>,
         q: Tensor<4>,
@@ -336,19 +377,6 @@ impl Block {
         let xn = rms_norm(x.clone(), &self.ffn_norm, c.rms_norm_eps);
         let gated = silu(self.gate.forward(xn.clone())) * self.up.forward(xn);
         x + self.down.forward(gated)
-    }
-
-    fn forward(
-        &self,
-        x: Tensor<3>,
-        cos: &Tensor<4>,
-        sin: &Tensor<4>,
-        mask: Option<Tensor<4, Bool>>,
-        c: &ModelConfig,
-    ) -> Tensor<3> {
-        let (q, k, v) = self.qkv(x.clone(), cos, sin, c);
-        let causal = c.architecture.is_autoregressive();
-        self.finish(x, q, (k, v), mask, causal, c)
     }
 
     /// Feed `x: [b, n, hidden]` at positions `past..past + n`, attending to the cached keys
@@ -481,9 +509,17 @@ fn load_linear(
         false => None,
     };
     Ok(Linear {
-        weight: weight.transpose(),
+        weight: row_major_transpose(weight, device, dtype),
         bias,
     })
+}
+
+/// The transpose of `t` (`[out, in]` as Hugging Face stores a dense layer) laid out row by row
+/// as `[in, out]`, not a strided view: a CPU matmul then reads the weight's rows in order
+/// instead of gathering it column by column at every call, which dominated passes over few
+/// positions (a cached window step). Costs one copy through the host at load time.
+fn row_major_transpose(t: Tensor<2>, device: &Device, dtype: DType) -> Tensor<2> {
+    Tensor::<2>::from_data(t.transpose().into_data(), (device, dtype))
 }
 
 /// `x · rsqrt(mean(x²) + eps) · weight` over the last dimension, normalised in f32 and cast
@@ -522,7 +558,7 @@ fn rope_tables(length: usize, d: usize, theta: f64, like: &Tensor<3>) -> (Tensor
 /// RoPE's cos and sin tables `[rows, 1, length, head_dim]` of `positions` (`rows × length`),
 /// in the dtype and on the device of `like`. Computed as the reference code does in f32:
 /// `inv_freq` rounded to f32, angles as f32 products `position · inv_freq`, then cos/sin.
-fn rope_tables_at(
+pub(crate) fn rope_tables_at(
     positions: &[usize],
     length: usize,
     d: usize,
