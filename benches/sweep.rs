@@ -119,6 +119,8 @@ fn write_shards(dir: &Path, path: &Path, text: &str) -> Vec<PathBuf> {
                         extra: Default::default(),
                         nfe: cell.sampler.as_ref().map_or(0, |s| s.steps as u64),
                         generated_tokens: cell.length as u64,
+                        positions_computed: None,
+                        edits: None,
                     })
                     .collect();
                 rows.push((samples, record));

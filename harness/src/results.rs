@@ -198,6 +198,15 @@ pub struct SampleRecord {
     /// Network calls this sample needed (0 for ground-truth rows).
     pub nfe: u64,
     pub generated_tokens: u64,
+    /// Query positions the network computed for this sample, summed over its calls (a full
+    /// forward computes the whole length, a cached step its window); absent when the model
+    /// does not count them (then every call was a full forward) and in runs before API 1.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions_computed: Option<u64>,
+    /// Commits beyond the first at a position (a re-masked token generated again, or a token
+    /// replaced by an edit); absent when the sampler does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<u64>,
 }
 
 impl SampleRecord {
@@ -222,7 +231,16 @@ impl SampleRecord {
             extra: score.extra,
             nfe,
             generated_tokens,
+            positions_computed: None,
+            edits: None,
         }
+    }
+
+    /// The same record with the positions computed and edits the model reported.
+    pub fn with_work(mut self, positions_computed: Option<u64>, edits: Option<u64>) -> Self {
+        self.positions_computed = positions_computed;
+        self.edits = edits;
+        self
     }
 }
 
@@ -239,6 +257,10 @@ pub struct BatchRecord {
     pub first_index: u64,
     pub size: usize,
     pub nfe: u64,
+    /// Query positions computed over all of the call's forwards (`GenerateReply::
+    /// batch_positions`); absent when the model does not count them and in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions: Option<u64>,
     pub wall_seconds: f64,
     /// CPU seconds the worker process spent in the call (all threads); absent in old runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

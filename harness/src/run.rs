@@ -702,6 +702,7 @@ fn cell_results(
                         s.nfe,
                         s.generated_tokens,
                     )
+                    .with_work(s.positions_computed, s.edits)
                 })
                 .collect()
         }

@@ -46,6 +46,20 @@ pub struct CellSummary {
     pub batch_nfe: Option<u64>,
     /// Generated tokens per network call of a sample.
     pub tokens_per_forward: Option<f64>,
+    /// Mean query positions the network computed per sample (a cached step computes only its
+    /// window); `None` when some sample's model did not count them (then each of its calls
+    /// was a full forward pass) and in runs before the models reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions_computed: Option<f64>,
+    /// `positions_computed ÷ length`: the work per sample in full forward passes over the
+    /// sequence (an uncached sampler's NFE; less for a cached one, 1 for an AR model with its
+    /// KV cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_equivalents: Option<f64>,
+    /// Mean edits per sample (commits beyond the first at a position: remasking samplers);
+    /// `None` when no sample of the cell reported any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<f64>,
     pub wall_seconds: Option<f64>,
     /// Median over the cell's timed batches of generated tokens / wall seconds (the first
     /// batch is a warm-up and not timed when there are at least two); see

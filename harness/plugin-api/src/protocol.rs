@@ -656,9 +656,10 @@ pub struct SampleStats {
     pub nfe: u64,
     /// Tokens generated (response tokens only).
     pub generated_tokens: u64,
-    /// Query positions the network computed for this sample, summed over the calls counted in
-    /// `nfe`: the whole length for a full forward pass, the window's width for a step that
-    /// reused cached keys and values. `None` from a model that does not count them (each of
+    /// Query positions the network computed for this sample, summed over its calls: the whole
+    /// length for a full forward pass, the window's width for a step that reused cached keys
+    /// and values, one per call for an autoregressive model (prompt tokens included, which it
+    /// feeds in calls `nfe` does not count). `None` from a model that does not count them (each of
     /// its calls is then a full forward pass). Since API 1.7.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub positions_computed: Option<u64>,

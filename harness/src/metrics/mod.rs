@@ -281,6 +281,9 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         nfe: None,
         batch_nfe: None,
         tokens_per_forward: None,
+        positions_computed: None,
+        forward_equivalents: None,
+        edits: None,
         wall_seconds: None,
         tokens_per_second: None,
         tokens_per_second_iqr: None,
@@ -358,6 +361,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         s.nfe = Some(nfe as f64 / n as f64);
         s.tokens_per_forward = (nfe > 0).then(|| generated as f64 / nfe as f64);
         s.batch_nfe = Some(c.batches.iter().map(|b| b.nfe).sum());
+        (s.positions_computed, s.forward_equivalents, s.edits) = work_per_sample(rows, spec.length);
         let wall: f64 = c.batches.iter().map(|b| b.wall_seconds).sum();
         s.wall_seconds = Some(wall);
         let throughputs = batch_throughputs(c, rows, Clock::Wall);
@@ -370,6 +374,25 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
             crate::stats::quartiles(&batch_throughputs(c, rows, Clock::Cpu)).map(|q| q.0);
     }
     s
+}
+
+/// Mean positions computed, forward equivalents (positions ÷ `length`) and edits per sample.
+/// Positions only when every sample reports them: a model that does not count them ran full
+/// forwards, which a mean over the samples that do would hide. Edits when some sample reports
+/// them; a sample without a count made none (the SDK leaves a zero count out).
+fn work_per_sample(
+    rows: &[&SampleRecord],
+    length: usize,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let n = rows.len() as f64;
+    let positions: Option<u64> = rows.iter().map(|r| r.positions_computed).sum();
+    let positions = positions.filter(|_| !rows.is_empty()).map(|p| p as f64 / n);
+    let forward_equivalents = positions.filter(|_| length > 0).map(|p| p / length as f64);
+    let edits = rows
+        .iter()
+        .any(|r| r.edits.is_some())
+        .then(|| rows.iter().filter_map(|r| r.edits).sum::<u64>() as f64 / n);
+    (positions, forward_equivalents, edits)
 }
 
 /// Which clock a throughput is measured with.

@@ -175,6 +175,7 @@ fn warm_up_batch_is_not_timed_and_the_median_is_robust() {
             first_index: 2 * i as u64,
             size: 2,
             nfe: 1,
+            positions: None,
             wall_seconds: w,
             cpu_seconds: Some(w / 2.0),
         })
@@ -192,6 +193,8 @@ fn warm_up_batch_is_not_timed_and_the_median_is_robust() {
             extra: Default::default(),
             nfe: 1,
             generated_tokens: 10,
+            positions_computed: None,
+            edits: None,
         })
         .collect();
     let refs: Vec<&SampleRecord> = samples.iter().collect();
@@ -234,6 +237,8 @@ fn one_token_per_forward_decoders_are_charged_their_completion() {
         extra: Default::default(),
         nfe: 47,
         generated_tokens,
+        positions_computed: None,
+        edits: None,
     };
     for (model, sampler, ar) in [("ar", "ar", true), ("mdm", "left_to_right", false)] {
         let c = cell(model, sampler, ar, None);

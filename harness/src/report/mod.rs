@@ -21,6 +21,7 @@ use minijinja::{context, Environment};
 use serde::Serialize;
 
 mod headline;
+pub mod speed;
 pub mod svg;
 mod task;
 pub mod theory_view;
@@ -78,6 +79,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     (
         "report/task_samples.html",
         include_str!("../../../templates/report/task_samples.html"),
+    ),
+    (
+        "report/task_speed.html",
+        include_str!("../../../templates/report/task_speed.html"),
     ),
     (
         "compare.html",
@@ -265,6 +270,9 @@ pub struct Report {
     pub shared_cores: Option<String>,
     /// `run --tasks/--models/--limit` as given, when the run covers part of its suite.
     pub filters: Option<String>,
+    /// "The price of speed" of each formal task whose cells vary the cache or the model's
+    /// block size ([`speed::section`]); the template shows it in the task's section.
+    pub speed: Vec<speed::SpeedSection>,
 }
 
 #[derive(Debug, Serialize)]
@@ -468,6 +476,7 @@ impl Report {
             "shared_cores": self.shared_cores,
             "filters": self.filters,
             "theory": self.theory,
+            "price_of_speed": self.speed.iter().map(speed::SpeedSection::twin).collect::<Vec<_>>(),
             "tasks": tasks,
             "failed": summary.iter().filter(|s| s.status == CellStatus::Failed)
                 .map(|s| serde_json::json!({
@@ -551,10 +560,12 @@ pub fn build(
     let mut tasks = Vec::new();
     let mut verdicts = Vec::new();
     let headline_order = task_names.clone();
+    let mut speed = Vec::new();
     for task in task_names {
         let (section, task_verdicts) = task::section(&run, task, summary);
         tasks.push(section);
         verdicts.extend(task_verdicts);
+        speed.extend(speed::section(task, cells, summary));
     }
     let theory = crate::theory::analyse(cells, summary);
     let baseline_warnings = baseline_warnings(summary, &manifest.filters);
@@ -578,5 +589,6 @@ pub fn build(
         legend: run.legend,
         theory_view: theory.as_ref().map(theory_view::view),
         theory,
+        speed,
     }
 }

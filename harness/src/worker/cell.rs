@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::suite::{DocSelection, DocumentCount};
-use dlm_plugin_api::{Prompt, PromptIdsReply, SamplerSpec};
+use dlm_plugin_api::{Prompt, PromptIdsReply, SampleStats, SamplerSpec};
 use std::collections::HashMap;
 
 pub(super) fn run_cell(
@@ -52,15 +52,15 @@ pub(super) fn run_cell(
         .zip(scores)
         .zip(generated.stats)
         .enumerate()
-        .map(
-            |(i, ((tokens, score), (nfe, generated_tokens)))| WorkerSample {
-                index: first + i as u64,
-                tokens,
-                score,
-                nfe,
-                generated_tokens,
-            },
-        )
+        .map(|(i, ((tokens, score), stats))| WorkerSample {
+            index: first + i as u64,
+            tokens,
+            score,
+            nfe: stats.nfe,
+            generated_tokens: stats.generated_tokens,
+            positions_computed: stats.positions_computed,
+            edits: stats.edits,
+        })
         .collect();
     Ok(CellOutput {
         task_description: description,
@@ -299,8 +299,9 @@ impl Selection {
 /// A cell's sequences before scoring, with what the model said about them.
 struct Generated {
     sequences: Vec<Vec<u32>>,
-    /// Per sample: network calls and generated tokens.
-    stats: Vec<(u64, u64)>,
+    /// Per sample: network calls, generated tokens, positions computed and edits, as the
+    /// model's reply states them (all zero and absent for the reference row).
+    stats: Vec<SampleStats>,
     batches: Vec<BatchRecord>,
     model: Option<OpenedModelInfo>,
     one_step_per_token: bool,
@@ -336,7 +337,7 @@ fn reference_sequences(
         events.emit(&progress("reference", first - range.start, n))?;
     }
     Ok(Generated {
-        stats: vec![(0, 0); sequences.len()],
+        stats: vec![SampleStats::default(); sequences.len()],
         sequences,
         batches: Vec::new(),
         model: None,
@@ -398,12 +399,12 @@ fn generate_sequences(
                 reply.samples.len()
             );
         }
-        out.stats
-            .extend(reply.samples.iter().map(|s| (s.nfe, s.generated_tokens)));
+        out.stats.extend(reply.samples.iter().cloned());
         out.batches.push(BatchRecord {
             first_index: first as u64,
             size,
             nfe: reply.batch_nfe,
+            positions: reply.batch_positions,
             wall_seconds: reply.wall_seconds,
             cpu_seconds: Some(cpu_seconds),
         });

@@ -127,6 +127,14 @@ pub struct WorkerSample {
     pub score: SampleScore,
     pub nfe: u64,
     pub generated_tokens: u64,
+    /// Query positions the network computed for this sample (API 1.7); `None` when the model
+    /// does not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions_computed: Option<u64>,
+    /// Commits beyond the first at a position (remasking samplers, API 1.7); `None` when the
+    /// sampler does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<u64>,
 }
 
 /// The result of a cell job.

@@ -223,6 +223,9 @@ struct TextOutput {
     masked: bool,
     nfe: u64,
     generated_tokens: u64,
+    /// Positions computed and edits, where the model counts them (API 1.7).
+    positions_computed: Option<u64>,
+    edits: Option<u64>,
 }
 
 /// A text cell: prompts from the task, completions from the model (or the task's reference
@@ -311,6 +314,8 @@ pub(super) fn run_text_cell(
                 score,
                 nfe: output.nfe,
                 generated_tokens: output.generated_tokens,
+                positions_computed: output.positions_computed,
+                edits: output.edits,
             });
         }
         first += size;
@@ -363,6 +368,8 @@ fn reference_outputs(
                 masked: false,
                 nfe: 0,
                 generated_tokens: 0,
+                positions_computed: None,
+                edits: None,
             })
         })
         .collect()
@@ -453,6 +460,8 @@ fn generate_texts(
                         masked: false,
                         nfe: stats.nfe,
                         generated_tokens: stats.generated_tokens,
+                        positions_computed: stats.positions_computed,
+                        edits: stats.edits,
                     }
                 })
                 .collect()
@@ -478,6 +487,8 @@ fn generate_texts(
                         text,
                         masked,
                         nfe: stats.nfe,
+                        positions_computed: stats.positions_computed,
+                        edits: stats.edits,
                     }
                 })
                 .collect()
@@ -490,6 +501,7 @@ fn generate_texts(
         first_index: first,
         size,
         nfe: reply.batch_nfe,
+        positions: reply.batch_positions,
         wall_seconds: reply.wall_seconds,
         cpu_seconds: Some(cpu_seconds),
     };

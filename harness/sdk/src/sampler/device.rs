@@ -48,7 +48,9 @@ pub trait TensorDenoiser: Send {
     /// One forward pass over `tokens` (`batch × length` ids, mask = `vocab_size()`): logits
     /// over the real tokens of every position, shape `[batch, length, vocab_size()]`, on the
     /// model's device. They need not be normalised (the sampler applies softmax); impossible
-    /// tokens get a very negative or `-inf` logit. Rows of unmasked positions are never read.
+    /// tokens get a very negative or `-inf` logit. Rows of unmasked positions are read only by
+    /// `threshold_edit` (its token-to-token edits), and mean something only for a model trained
+    /// to predict there.
     fn logits(&mut self, tokens: &[u32], batch: usize, length: usize, t: f64) -> Result<Tensor<3>>;
     /// Block until queued device work is done, so timings are honest.
     fn synchronize(&mut self) {}

@@ -623,7 +623,7 @@ pub(crate) fn replayed(r: &CellSummary) -> bool {
 
 /// TER axes go logarithmic when the values span more than a factor of 4 (one-step samplers
 /// reach many times the optimum; the interesting part is near it).
-fn ter_scale(series: &[Series], hlines: &[HLine]) -> Scale {
+pub(super) fn ter_scale(series: &[Series], hlines: &[HLine]) -> Scale {
     let ys: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.y))
