@@ -80,12 +80,7 @@ fn dlm_bench_run_reproduces_the_reference_decoders() {
             prompts.push(case.prompt.clone());
         }
     }
-    let lines: Vec<String> = prompts
-        .iter()
-        .enumerate()
-        .map(|(i, p)| json!({"id": format!("p{i}"), "prompt": p}).to_string())
-        .collect();
-    std::fs::write(dir.join("prompts.jsonl"), lines.join("\n") + "\n").unwrap();
+    write_prompts(&dir, &prompts);
     // One sampler entry per comparable setting; each model runs its own sampler's entries.
     let mut entries: Vec<(&str, SamplerSpec)> = Vec::new();
     for (arch, cases) in &all {
@@ -96,17 +91,7 @@ fn dlm_bench_run_reproduces_the_reference_decoders() {
             }
         }
     }
-    let sampler_lines: String = entries
-        .iter()
-        .map(|(_, s)| {
-            format!(
-                "  - {{sampler: {}, steps: [{}], params: {}}}\n",
-                s.name,
-                s.steps,
-                serde_json::to_string(&s.params).unwrap()
-            )
-        })
-        .collect();
+    let sampler_lines = sampler_lines(entries.iter().map(|(_, s)| s));
     let fixtures = root().join("plugins/hf/tests/fixtures");
     let suite = dir.join("suite.yaml");
     std::fs::write(
@@ -134,18 +119,7 @@ samplers:
         ),
     )
     .unwrap();
-    let run_dir = dir.join("run");
-    let out = command()
-        .args(["run", suite.to_str().unwrap(), "--out"])
-        .arg(&run_dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let samples: Vec<Value> = std::fs::read_to_string(run_dir.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let samples = run_and_read_samples(&dir, &suite);
     let mut compared = 0;
     for (arch, cases) in &all {
         for case in cases.iter().filter(|c| c.comparable) {
@@ -154,17 +128,7 @@ samplers:
                 "p{}",
                 prompts.iter().position(|p| *p == case.prompt).unwrap()
             );
-            let row = samples
-                .iter()
-                .find(|r| {
-                    r["key"].as_str().unwrap().starts_with(&key) && r["extra"]["prompt_id"] == id
-                })
-                .unwrap_or_else(|| panic!("no sample of cell {key} for prompt {id}"));
-            assert_eq!(
-                row["extra"]["completion"].as_str(),
-                Some(case.completion.as_str()),
-                "{key} prompt {id}: {row}"
-            );
+            assert_completion(&samples, &key, &id, &case.completion);
             compared += 1;
         }
     }
@@ -174,4 +138,141 @@ samplers:
         .filter(|c| c.comparable)
         .count();
     assert!(compared == comparable && compared > 0);
+}
+
+/// Fast-dLLM's cached generations (`generate_with_prefix_cache`, `generate_with_dual_cache`,
+/// fixed quota and threshold), run by tools/hf-fixtures/make_cached_generations.py on the
+/// tiny LLaDA checkpoint, reproduced by `dlm-bench run` with `cache: prefix|dual`: the
+/// reference's fixed quota is `low_confidence`, its `threshold` is `threshold` with `tau`, both
+/// at temperature 0 (argmax, as the reference). dlm-hf's tests/kv_cache.rs checks the same cases
+/// call by call.
+#[test]
+fn dlm_bench_run_reproduces_fast_dllm_cached_generations() {
+    let dir = scratch("fast-dllm-cached-generations");
+    let path = root().join("plugins/hf/tests/fixtures/llada-tiny/cached_generations.json");
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cases: Vec<(SamplerSpec, String, String)> = file["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let s = &c["settings"];
+            let mut params: BTreeMap<String, Value> = BTreeMap::new();
+            params.insert("block_length".into(), s["block_length"].clone());
+            params.insert("cache".into(), s["cache"].clone());
+            params.insert("temperature".into(), json!(0.0));
+            let name = if s["threshold"].is_null() {
+                "low_confidence"
+            } else {
+                params.insert("tau".into(), s["threshold"].clone());
+                "threshold"
+            };
+            assert_eq!(s["gen_length"], 16, "the suite below generates 16 tokens");
+            let spec = SamplerSpec {
+                name: name.into(),
+                steps: s["steps"].as_u64().unwrap() as usize,
+                schedule: None,
+                params,
+            };
+            let prompt = c["prompt_text"].as_str().unwrap().to_string();
+            (spec, prompt, c["completion"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let mut prompts: Vec<String> = Vec::new();
+    let mut specs: Vec<SamplerSpec> = Vec::new();
+    for (spec, prompt, _) in &cases {
+        if !prompts.contains(prompt) {
+            prompts.push(prompt.clone());
+        }
+        if !specs.contains(spec) {
+            specs.push(spec.clone());
+        }
+    }
+    write_prompts(&dir, &prompts);
+    let suite = dir.join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: fast-dllm-cached-generations
+samples: {samples}
+batch_size: 1
+lengths: [64]
+seeds: [0]
+reference: false
+tasks:
+  - {{name: mine, plugin: dlm-reasoning, task: prompts, config: {{path: {prompts}}}}}
+models:
+  - {{name: llada, plugin: dlm-hf, model: checkpoint, samplers: [low_confidence, threshold],
+      config: {{path: {llada}, generation_length: 16}}}}
+samplers:
+{lines}",
+            samples = prompts.len(),
+            prompts = dir.join("prompts.jsonl").display(),
+            llada = root()
+                .join("plugins/hf/tests/fixtures/llada-tiny")
+                .display(),
+            lines = sampler_lines(specs.iter()),
+        ),
+    )
+    .unwrap();
+    let samples = run_and_read_samples(&dir, &suite);
+    for (spec, prompt, completion) in &cases {
+        let key = format!("mine/llada/{}/", spec.label());
+        let id = format!("p{}", prompts.iter().position(|p| p == prompt).unwrap());
+        assert_completion(&samples, &key, &id, completion);
+    }
+    assert!(cases.len() >= 24, "{} cases", cases.len());
+}
+
+/// The `prompts` task's file: one `{id: pI, prompt}` line per prompt text.
+fn write_prompts(dir: &std::path::Path, prompts: &[String]) {
+    let lines: Vec<String> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| json!({"id": format!("p{i}"), "prompt": p}).to_string())
+        .collect();
+    std::fs::write(dir.join("prompts.jsonl"), lines.join("\n") + "\n").unwrap();
+}
+
+/// The suite's `samplers:` lines, one per sampler setting.
+fn sampler_lines<'a>(specs: impl Iterator<Item = &'a SamplerSpec>) -> String {
+    specs
+        .map(|s| {
+            format!(
+                "  - {{sampler: {}, steps: [{}], params: {}}}\n",
+                s.name,
+                s.steps,
+                serde_json::to_string(&s.params).unwrap()
+            )
+        })
+        .collect()
+}
+
+/// `dlm-bench run SUITE` into `dir/run`, then its samples.jsonl rows.
+fn run_and_read_samples(dir: &std::path::Path, suite: &std::path::Path) -> Vec<Value> {
+    let run_dir = dir.join("run");
+    let out = command()
+        .args(["run", suite.to_str().unwrap(), "--out"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::read_to_string(run_dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The completion recorded for prompt `id` in the cell whose key starts with `key`.
+fn assert_completion(samples: &[Value], key: &str, id: &str, completion: &str) {
+    let row = samples
+        .iter()
+        .find(|r| r["key"].as_str().unwrap().starts_with(key) && r["extra"]["prompt_id"] == id)
+        .unwrap_or_else(|| panic!("no sample of cell {key} for prompt {id}"));
+    assert_eq!(
+        row["extra"]["completion"].as_str(),
+        Some(completion),
+        "{key} prompt {id}: {row}"
+    );
 }
