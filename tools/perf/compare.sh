@@ -21,6 +21,10 @@ OUT="$(mktemp -d)"
 cargo bench -p dlm-neural --bench neural -- --output-format bencher \
   'train_step/8x512|mdm_forward/16x512|ar_next_token/cached' 2>/dev/null | tee "$OUT/burn.txt" | grep '^test ' || true
 "$PYTHON" tools/perf/torch_twin.py --threads "$THREADS" --rounds "$ROUNDS" | tee "$OUT/torch.txt"
+# HMM scoring (issue 34): dlm-formal's batched forward pass, single-threaded, against numpy's
+# batched forward on one BLAS thread (same sizes: 2000 x 512, 32 states, vocabulary 8).
+cargo bench -p dlm-formal --bench formal -- --output-format bencher 'score_batch/hmm' 2>/dev/null | tee -a "$OUT/burn.txt" | grep '^test ' || true
+"$PYTHON" tools/perf/hmm_numpy.py --threads 1 --rounds "$ROUNDS" --name score_batch/hmm-32-ser/2000x512 | tee -a "$OUT/torch.txt"
 python3 - "$OUT/burn.txt" "$OUT/torch.txt" "$THREADS" <<'PY'
 import re, sys
 burn = {}
@@ -30,7 +34,7 @@ for line in open(sys.argv[1]):
         burn[m.group(1)] = int(m.group(2).replace(",", "")) / 1e9
 torch = dict((l.split()[0], float(l.split()[1])) for l in open(sys.argv[2]) if l.strip())
 print(f"\n{sys.argv[3]} threads, medians")
-print(f"| case | dlm-neural (flex) | PyTorch twin | ratio |")
+print(f"| case | dlm-bench (flex) | PyTorch twin (numpy for the HMM) | ratio |")
 print(f"|---|---|---|---|")
 for case, t in torch.items():
     b = burn.get(case)

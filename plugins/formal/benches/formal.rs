@@ -1,6 +1,8 @@
 //! Benchmarks of the formal-language core and the oracle:
 //!
-//! 1. scoring 2000 sequences of length 512 under Table 1's 32-state HMM (SER variant);
+//! 1. scoring 2000 sequences of length 512 under Table 1's 32-state HMM (SER variant), one
+//!    sequence at a time (`score`) and all at once (`score_batch`, checked bit-identical first;
+//!    `tools/perf/hmm_numpy.py` is numpy's batched forward pass on the same sizes);
 //! 2. one `conditional_marginals` call on a batch of 16 × 512 (half the positions masked) for
 //!    the 4-gram and the HMM (SER variants), and for the interval language;
 //! 3. one `Denoiser::denoise` call of the plugin's `Oracle` on 16 × 512.
@@ -48,6 +50,16 @@ fn score(c: &mut Criterion) {
                 black_box(lang.score(black_box(x)).expect("valid tokens"));
             }
         })
+    });
+    // The batched forward pass must give the one-sequence scores bit for bit before it is timed.
+    let batched = lang.score_batch(&seqs).expect("valid tokens");
+    for (k, (x, b)) in seqs.iter().zip(&batched).enumerate() {
+        let one = lang.score(x).expect("valid tokens");
+        assert_eq!(b.log_prob.to_bits(), one.log_prob.to_bits(), "sequence {k}");
+        assert_eq!(b, &one, "sequence {k}");
+    }
+    c.bench_function("score_batch/hmm-32-ser/2000x512", |b| {
+        b.iter(|| black_box(lang.score_batch(black_box(&seqs)).expect("valid tokens")))
     });
 }
 

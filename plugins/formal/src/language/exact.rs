@@ -61,6 +61,30 @@ impl Language {
         })
     }
 
+    /// [`Language::score`] of every sequence (lengths may differ), bit for bit; an error names
+    /// the first bad sequence ([`LanguageError::InSequence`]). The HMM runs one forward pass
+    /// for all of them, a vectorised matrix product per position, instead of one per sequence.
+    pub fn score_batch<S: AsRef<[u32]>>(
+        &self,
+        sequences: &[S],
+    ) -> Result<Vec<SequenceScore>, LanguageError> {
+        for (sequence, x) in sequences.iter().enumerate() {
+            self.check_sequence(x.as_ref())
+                .map_err(|e| LanguageError::InSequence {
+                    sequence,
+                    source: Box::new(e),
+                })?;
+        }
+        Ok(match &self.model {
+            Model::Hmm(m) => {
+                let xs: Vec<&[u32]> = sequences.iter().map(AsRef::as_ref).collect();
+                m.score_batch(&xs)
+            }
+            Model::NGram(m) => sequences.iter().map(|x| m.score(x.as_ref())).collect(),
+            Model::Interval(m) => sequences.iter().map(|x| m.score(x.as_ref())).collect(),
+        })
+    }
+
     /// Draws one ground-truth sequence of the given length.
     pub fn sample<R: Rng + ?Sized>(
         &self,

@@ -13,6 +13,8 @@ use super::numeric::{self, Guard, Norm, Outcome};
 use super::params::{softmax_threshold, NormalStream};
 use super::{LanguageError, SequenceScore};
 
+mod batch;
+
 /// Largest number of reachable hidden-state subsets explored for the HMM support density.
 pub(crate) const MAX_SUPPORT_SUBSETS: usize = 1 << 20;
 

@@ -223,6 +223,8 @@ pub mod tables;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_batch;
+#[cfg(test)]
 mod tests_errors;
 #[cfg(test)]
 mod tests_interval;
@@ -333,6 +335,12 @@ pub enum LanguageError {
     InvalidInterval { problem: String },
     #[error("{what} is not available for the {kind} language")]
     Unsupported { what: &'static str, kind: String },
+    #[error("sequence {sequence}: {source}")]
+    InSequence {
+        /// 0-based index of the sequence in the batch.
+        sequence: usize,
+        source: Box<LanguageError>,
+    },
 }
 
 /// `"row 3 of the transition table (`transitions`)"` and the like: the location of an
