@@ -36,6 +36,11 @@ pub struct ModelIdentity {
     pub train: Option<TrainConfig>,
     /// Seed of the initial weights.
     pub seed: u64,
+    /// Block diffusion: positions per block-causal attention block (`None`, and absent from
+    /// the JSON, for the bidirectional MDM and the AR model, so their fingerprints are those of
+    /// files written before the field existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_size: Option<usize>,
 }
 
 impl ModelIdentity {
@@ -76,6 +81,7 @@ impl CheckpointHeader {
             task,
             train,
             seed,
+            block_size: None,
         };
         CheckpointHeader {
             fingerprint: identity.fingerprint(),
@@ -83,6 +89,13 @@ impl CheckpointHeader {
             weights_sha256: String::new(),
             final_loss: None,
         }
+    }
+
+    /// The header of a block-diffusion model with `block_size` (`None`: none).
+    pub fn with_block_size(mut self, block_size: Option<usize>) -> Self {
+        self.identity.block_size = block_size;
+        self.fingerprint = self.identity.fingerprint();
+        self
     }
 
     pub fn with_final_loss(mut self, loss: f64) -> Self {
@@ -191,7 +204,8 @@ impl Checkpoint {
             .map_err(|e| format!("unreadable weights: {e}"))?;
         let net = skeleton
             .try_load_record(record)
-            .map_err(|e| format!("the weights do not fit the architecture: {e}"))?;
+            .map_err(|e| format!("the weights do not fit the architecture: {e}"))?
+            .with_block_size(id.block_size);
         Ok(Checkpoint { header, net })
     }
 }

@@ -200,6 +200,9 @@ pub struct Block {
     /// row `j − i + max_length − 1`.
     pub relative_bias: Param<Tensor<2>>,
     pub heads: usize,
+    /// Block diffusion: attention is block-causal in blocks of this many positions (see
+    /// [`crate::block`]); `None` for the bidirectional MDM and the AR model.
+    pub block_size: Option<usize>,
 }
 
 /// Keys and values of one block, preallocated for a whole generation:
@@ -265,6 +268,7 @@ impl Block {
                 device,
             ),
             heads: config.heads,
+            block_size: None,
         }
     }
 
@@ -289,7 +293,7 @@ impl Block {
     }
 
     /// `x: [batch, len, hidden]` → q, k, v each `[batch, heads, len, head_dim]`.
-    fn qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+    pub(crate) fn qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
         let [b, l, h] = x.dims();
         let dh = h / self.heads;
         let qkv = self.qkv.forward(self.norm_attn.forward(x));
@@ -303,7 +307,7 @@ impl Block {
     }
 
     /// Attention output `[batch, heads, len, head_dim]` → residual update and feed-forward.
-    fn finish(&self, x: Tensor<3>, context: Tensor<4>) -> Tensor<3> {
+    pub(crate) fn finish(&self, x: Tensor<3>, context: Tensor<4>) -> Tensor<3> {
         let [b, l, h] = x.dims();
         let context = context.swap_dims(1, 2).reshape([b, l, h]);
         let x = x + self.proj.forward(context);
@@ -313,13 +317,36 @@ impl Block {
         x + ff
     }
 
+    /// The attention bias of queries at positions `queries` over keys at positions `0..keys`:
+    /// the relative-position bias, plus −∞ on hidden keys (`hidden_keys`, `[batch, 1, 1, keys]`:
+    /// a left-padded batch's padding). Every forward pass of the bidirectional network builds
+    /// its bias here (full, padded, and the MDM cache's fill and window in `kv_window`), so a
+    /// mask added here holds for all of them alike.
+    pub(crate) fn attention_bias(
+        &self,
+        queries: std::ops::Range<usize>,
+        keys: usize,
+        hidden_keys: Option<&Tensor<4>>,
+    ) -> Tensor<4> {
+        let n = queries.len();
+        let bias = self.position_bias(queries.start, n, keys);
+        let bias = crate::block_mask::mask_later_blocks(bias, queries.clone(), self.block_size);
+        match hidden_keys {
+            None => bias,
+            Some(hidden) => {
+                let shape = [hidden.dims()[0], self.heads, n, keys];
+                bias.expand(shape) + hidden.clone().expand(shape)
+            }
+        }
+    }
+
     fn forward(&self, x: Tensor<3>, causal: bool) -> Tensor<3> {
         let l = x.dims()[1];
-        self.forward_biased(x, causal, self.position_bias(0, l, l))
+        self.forward_biased(x, causal, self.attention_bias(0..l, l, None))
     }
 
     /// The block with attention bias `bias` (`[1 or batch, heads, len, len]`).
-    fn forward_biased(&self, x: Tensor<3>, causal: bool, bias: Tensor<4>) -> Tensor<3> {
+    pub(crate) fn forward_biased(&self, x: Tensor<3>, causal: bool, bias: Tensor<4>) -> Tensor<3> {
         let (q, k, v) = self.qkv(x.clone());
         let options = AttentionModuleOptions {
             is_causal: causal,
@@ -493,12 +520,7 @@ impl Transformer {
     /// straight into a contiguous tensor. At a text vocabulary, narrowing `forward`'s output
     /// instead costs a copy of every logit and the suppression an addition over all of them.
     pub fn forward_real(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
-        let v = self.vocab;
-        linear(
-            self.norm_out.forward(self.hidden(tokens)),
-            self.head.weight.val().narrow(1, 0, v),
-            Some(self.head.bias.val().narrow(0, 0, v)),
-        )
+        self.real_logits(self.hidden(tokens))
     }
 
     /// [`Transformer::forward_real`] over a left-padded batch: the first `left_padding[b]`
@@ -512,37 +534,46 @@ impl Transformer {
         if left_padding.iter().all(|&p| p == 0) {
             return self.forward_real(tokens);
         }
-        let [batch, length] = tokens.dims();
-        let device = tokens.device();
-        let positions: Vec<i64> = left_padding
-            .iter()
-            .flat_map(|&pad| (0..length).map(move |j| j.saturating_sub(pad) as i64))
-            .collect();
-        let positions =
-            Tensor::<1, Int>::from_data(TensorData::new(positions, [batch * length]), &device);
-        let hidden_width = self.position_embedding.val().dims()[1];
-        let pos = self.position_embedding.val().select(0, positions).reshape([
-            batch,
-            length,
-            hidden_width,
-        ]);
-        let mut x = embedding(self.token_embedding.val(), tokens) + pos;
-        let hidden_keys: Vec<f32> = left_padding
-            .iter()
-            .flat_map(|&pad| {
-                (0..length).map(move |j| if j < pad { f32::NEG_INFINITY } else { 0.0 })
-            })
-            .collect();
-        let key_bias =
-            Tensor::<4>::from_data(TensorData::new(hidden_keys, [batch, 1, 1, length]), &device);
+        let length = tokens.dims()[1];
+        let key_bias = hidden_keys(left_padding, length, &tokens.device());
+        let mut x = self.embed_padded(tokens, 0, left_padding);
         for block in &self.blocks {
-            let heads = block.heads;
-            let bias = block
-                .position_bias(0, length, length)
-                .expand([batch, heads, length, length])
-                + key_bias.clone().expand([batch, heads, length, length]);
+            let bias = block.attention_bias(0..length, length, Some(&key_bias));
             x = block.forward_biased(x, self.causal, bias);
         }
+        self.real_logits(x)
+    }
+
+    /// Embedding of `tokens: [batch, n]` at positions `start..start + n` of a left-padded
+    /// batch: row `b`'s positions count from its first real token (`left_padding[b]`), its
+    /// padding sits at position 0. No padding (empty) is [`Transformer::embed`].
+    pub(crate) fn embed_padded(
+        &self,
+        tokens: Tensor<2, Int>,
+        start: usize,
+        left_padding: &[usize],
+    ) -> Tensor<3> {
+        if left_padding.iter().all(|&p| p == 0) {
+            return self.embed(tokens, start);
+        }
+        let [batch, n] = tokens.dims();
+        let positions: Vec<i64> = left_padding
+            .iter()
+            .flat_map(|&pad| (start..start + n).map(move |j| j.saturating_sub(pad) as i64))
+            .collect();
+        let positions =
+            Tensor::<1, Int>::from_data(TensorData::new(positions, [batch * n]), &tokens.device());
+        let hidden_width = self.position_embedding.val().dims()[1];
+        let pos =
+            self.position_embedding
+                .val()
+                .select(0, positions)
+                .reshape([batch, n, hidden_width]);
+        embedding(self.token_embedding.val(), tokens) + pos
+    }
+
+    /// The real tokens' logits `[batch, n, vocab]` of the last block's output `x`.
+    pub(crate) fn real_logits(&self, x: Tensor<3>) -> Tensor<3> {
         let v = self.vocab;
         linear(
             self.norm_out.forward(x),
@@ -651,6 +682,17 @@ impl ArCache {
             dtype: self.dtype,
         }
     }
+}
+
+/// The attention bias `[batch, 1, 1, keys]` that hides each row's left padding (its first
+/// `left_padding[b]` positions) from every query: −∞ there, 0 elsewhere.
+pub(crate) fn hidden_keys(left_padding: &[usize], keys: usize, device: &Device) -> Tensor<4> {
+    let batch = left_padding.len();
+    let bias: Vec<f32> = left_padding
+        .iter()
+        .flat_map(|&pad| (0..keys).map(move |j| if j < pad { f32::NEG_INFINITY } else { 0.0 }))
+        .collect();
+    Tensor::<4>::from_data(TensorData::new(bias, [batch, 1, 1, keys]), device)
 }
 
 /// SUBS parameterisation (MDLM): log-probabilities `[batch, len, vocab + 1]` from the logits

@@ -1,20 +1,19 @@
 //! The `dlm-neural` plugin: models `mdm` (every SDK denoiser sampler) and `ar` (sampler `ar`).
 
 use crate::checkpoint::{Checkpoint, CheckpointHeader, PLUGIN_NAME, PLUGIN_VERSION};
-use crate::model::{
-    subs_log_probs, to_host, tokens_tensor, ArCache, KvDtype, ModelKind, NetConfig, Transformer,
-};
+use crate::kv_window::CachedMdm;
+pub use crate::mdm::MdmDenoiser;
+use crate::model::{tokens_tensor, ArCache, KvDtype, ModelKind, NetConfig, Transformer};
 use crate::text;
 use crate::train::{TrainConfig, Trainer};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Tensor};
 use dlm_sdk::device_name::{Backends, DeviceName};
 use dlm_sdk::sampler::device::{
-    TensorAutoregressive, TensorAutoregressiveModel, TensorDenoiser, TensorDenoiserModel,
+    TensorAutoregressive, TensorAutoregressiveModel, TensorDenoiserModel,
 };
-use dlm_sdk::settings::WithSettings;
 use dlm_sdk::{
-    ComponentInfo, Denoiser, EvaluateReply, GenerateReply, GenerateRequest, Model, ModelOpenConfig,
-    Plugin, PluginError, Result, SaveReply, TaskDescription, TrainSettings, TrainStepReply,
+    ComponentInfo, EvaluateReply, GenerateReply, GenerateRequest, Model, ModelOpenConfig, Plugin,
+    PluginError, Result, SaveReply, TaskDescription, TrainSettings, TrainStepReply,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -61,6 +60,10 @@ pub struct OpenConfig {
     /// and the cell's length only labels the cell.
     #[serde(default)]
     pub generation_length: Option<usize>,
+    /// `mdm` only: block diffusion (BD3-LM, [`crate::block`]), block-causal attention in blocks
+    /// of this many positions, trained with clean earlier blocks in context. Absent: the MDM.
+    #[serde(default)]
+    pub block_size: Option<usize>,
 }
 
 fn yes() -> bool {
@@ -158,9 +161,11 @@ pub fn open_checkpoint(
                 .net_config()?
                 .resolved(task.length)
                 .map_err(PluginError::bad_config)?;
+            let fresh = Transformer::new(kind, &net, task.vocab_size, config.seed, device);
             Checkpoint {
-                net: Transformer::new(kind, &net, task.vocab_size, config.seed, device),
-                header: CheckpointHeader::new(kind, net, task.clone(), None, config.seed),
+                net: fresh.with_block_size(config.block_size),
+                header: CheckpointHeader::new(kind, net, task.clone(), None, config.seed)
+                    .with_block_size(config.block_size),
             }
         }
         _ => {
@@ -214,135 +219,6 @@ fn check_checkpoint(
         )));
     }
     Ok(ckpt)
-}
-
-/// The MDM: SUBS distributions over the real tokens, as a [`TensorDenoiser`] (the device path,
-/// used for sampling) and a [`Denoiser`] (the host path).
-pub struct MdmDenoiser {
-    pub net: Transformer,
-    pub device: Device,
-    pub label: String,
-}
-
-impl MdmDenoiser {
-    fn input(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<2, Int>> {
-        let vocab = self.net.vocab;
-        if tokens.len() != batch * length {
-            return Err(PluginError::internal(format!(
-                "{} token ids for a {batch} × {length} batch",
-                tokens.len()
-            )));
-        }
-        if length > self.net.max_length() {
-            return Err(PluginError::bad_config(format!(
-                "length {length} exceeds the model's max_length {}",
-                self.net.max_length()
-            )));
-        }
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize > vocab) {
-            return Err(PluginError::internal(format!(
-                "token id {bad} is outside 0..={vocab}"
-            )));
-        }
-        Ok(tokens_tensor(tokens, batch, length, &self.device))
-    }
-
-    /// SUBS log-probabilities over the real tokens, `[batch, length, vocab]`, of one forward
-    /// pass, on the model's device.
-    pub fn log_probs(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Tensor<3>> {
-        let xt = self.input(tokens, batch, length)?;
-        let logp = subs_log_probs(self.net.forward(xt.clone()), xt, self.net.vocab);
-        Ok(logp.narrow(2, 0, self.net.vocab))
-    }
-
-    /// Probabilities `batch × length × vocab` (row-major) of one forward pass, on the host.
-    pub fn probabilities(&self, tokens: &[u32], batch: usize, length: usize) -> Result<Vec<f32>> {
-        Ok(to_host(self.log_probs(tokens, batch, length)?.exp()))
-    }
-}
-
-/// The device path, which `mdm` samples with: the log-probabilities stay on the device and
-/// only the drawn tokens and their scores come back.
-impl TensorDenoiser for MdmDenoiser {
-    fn vocab_size(&self) -> usize {
-        self.net.vocab
-    }
-
-    fn device(&self) -> String {
-        self.label.clone()
-    }
-
-    /// The network's logits without the mask token's: their softmax is SUBS's distribution at
-    /// every masked position (the mask suppressed), and the sampler reads no other rows, so
-    /// SUBS's carry-over of unmasked tokens (a `[batch, length, vocab]` one-hot, 1.6 GB at a
-    /// vocabulary of 50,257) is skipped.
-    fn logits(
-        &mut self,
-        tokens: &[u32],
-        batch: usize,
-        length: usize,
-        _t: f64,
-    ) -> Result<Tensor<3>> {
-        let xt = self.input(tokens, batch, length)?;
-        Ok(self.net.forward_real(xt))
-    }
-
-    fn synchronize(&mut self) {
-        let _ = self.device.sync();
-    }
-}
-
-/// A text model's left-padded batches: the padding hidden
-/// ([`crate::model::Transformer::forward_real_padded`]).
-impl text::PaddedLogits for MdmDenoiser {
-    fn padded_logits(
-        &mut self,
-        tokens: &[u32],
-        batch: usize,
-        length: usize,
-        left_padding: &[usize],
-    ) -> Result<Tensor<3>> {
-        let xt = self.input(tokens, batch, length)?;
-        Ok(self.net.forward_real_padded(xt, left_padding))
-    }
-}
-
-/// The host path (f64 copies of every distribution): the reference the device path is tested
-/// and benchmarked against.
-impl Denoiser for MdmDenoiser {
-    fn vocab_size(&self) -> usize {
-        self.net.vocab
-    }
-
-    fn device(&self) -> String {
-        self.label.clone()
-    }
-
-    fn denoise(
-        &mut self,
-        tokens: &[u32],
-        batch: usize,
-        length: usize,
-        _t: f64,
-        out: &mut [f64],
-    ) -> Result<()> {
-        let probs = self.probabilities(tokens, batch, length)?;
-        if out.len() != probs.len() {
-            return Err(PluginError::internal(format!(
-                "output buffer holds {} values, expected {}",
-                out.len(),
-                probs.len()
-            )));
-        }
-        for (o, p) in out.iter_mut().zip(probs) {
-            *o = p as f64;
-        }
-        Ok(())
-    }
-
-    fn synchronize(&mut self) {
-        let _ = self.device.sync();
-    }
 }
 
 /// The AR model as an [`Autoregressive`](dlm_sdk::sampler::Autoregressive) generator. With `kv_cache` each token costs one
@@ -490,6 +366,7 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
         ));
     }
     let task = &text::network_task(open, tokenizer.as_ref())?;
+    crate::block::check_block_size(kind, config.block_size, task.length, tokenizer.is_some())?;
     if let Some(settings) = &open.train {
         return Ok(Box::new(TrainingModel::new(
             kind, &config, open, settings, device,
@@ -525,6 +402,7 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
         }
         None => open_checkpoint(kind, &config, task, &device)?,
     };
+    crate::block::check_checkpoint_block_size(config.block_size, &ckpt)?;
     let (generation_length, max_length) = (config.generation_length, ckpt.net.max_length());
     // What the run records of this model beside the sampler: every default resolved (Burn's
     // default float, f32, is the compute dtype on every device).
@@ -540,11 +418,11 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
     let model = match kind {
         ModelKind::Mdm => text::wrap(
             TensorDenoiserModel {
-                denoiser: text::Padded::new(MdmDenoiser {
+                denoiser: text::Padded::new(CachedMdm::new(MdmDenoiser {
                     net: ckpt.net,
                     device,
                     label,
-                }),
+                })),
             },
             tokenizer,
             open,
@@ -564,7 +442,8 @@ pub fn open_model(kind: ModelKind, open: &ModelOpenConfig) -> Result<Box<dyn Mod
             max_length,
         ),
     }?;
-    Ok(Box::new(WithSettings::new(model, settings)))
+    let model = crate::block::with_settings(model, settings, config.block_size);
+    Ok(model)
 }
 
 /// `kv_cache_dtype: bf16` needs the `ar` model, its cache and the `flex` device (the only
@@ -676,6 +555,7 @@ impl TrainingModel {
         })?;
         let train_config = options.train_config(settings);
         let trainer = Trainer::new(kind, &init.net_config()?, task, &train_config, &device)
+            .and_then(|t| t.with_block_size(config.block_size))
             .map_err(PluginError::bad_config)?;
         Ok(TrainingModel { kind, trainer })
     }
@@ -748,7 +628,8 @@ impl Plugin for NeuralPlugin {
                 "masked diffusion transformer (MDLM loss, SUBS parameterisation, no time conditioning); \
                  config: {checkpoint: PATH} or {init: cpu | paper | {hidden, layers, heads}, seed}, \
                  optionally tokenizer: PATH (a Hugging Face tokenizer.json: text tasks answered with text) \
-                 with eos_token and generation_length; trainable by the harness (`train:`) without a tokenizer",
+                 with eos_token and generation_length; trainable by the harness (`train:`) without a tokenizer; \
+                 a key/value cache for the samplers' `cache: prefix | dual`",
                 false,
             )
             .with_capability("train")

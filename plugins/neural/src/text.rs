@@ -4,6 +4,7 @@
 //! needs a task with a vocabulary of its own.
 
 use burn::tensor::Tensor;
+use dlm_sdk::kv_cache::TensorKvCache;
 use dlm_sdk::sampler::device::TensorDenoiser;
 use dlm_sdk::tokenizer::{HfTokenizer, TextModel};
 use dlm_sdk::{Model, ModelOpenConfig, PluginError, Result, TaskDescription};
@@ -100,6 +101,12 @@ pub trait PaddedLogits: TensorDenoiser {
         length: usize,
         left_padding: &[usize],
     ) -> Result<Tensor<3>>;
+
+    /// This denoiser's key/value cache with the first `left_padding[b]` positions of row `b`
+    /// hidden as in [`PaddedLogits::padded_logits`] (empty: no padding); `None`: it has none.
+    fn padded_kv_cache(&mut self, _left_padding: &[usize]) -> Option<&mut dyn TensorKvCache> {
+        None
+    }
 }
 
 /// A denoiser as a text model samples with it: able to hide the left padding of a batch whose
@@ -147,6 +154,10 @@ impl<D: PaddedLogits> TensorDenoiser for Padded<D> {
 
     fn synchronize(&mut self) {
         self.inner.synchronize()
+    }
+
+    fn kv_cache(&mut self) -> Option<&mut dyn TensorKvCache> {
+        self.inner.padded_kv_cache(&self.left_padding)
     }
 
     fn set_left_padding(&mut self, left_padding: &[usize]) -> Result<()> {

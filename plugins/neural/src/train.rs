@@ -3,6 +3,9 @@
 
 use crate::checkpoint::{Checkpoint, CheckpointHeader};
 use crate::model::{subs_log_probs, tokens_tensor, ModelKind, NetConfig, Transformer};
+pub use crate::noise::{
+    mdm_noise, mdm_noise_at, mdm_noise_batch, mdm_noise_prompted, MdmNoise, T_EPS,
+};
 pub use crate::train_config::TrainConfig;
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
@@ -13,9 +16,6 @@ use dlm_sdk::TaskDescription;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
-
-/// Smallest diffusion time drawn (MDLM's `sampling_eps` for training).
-pub const T_EPS: f64 = 1e-3;
 
 /// One progress report, after every optimiser step.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,82 +28,6 @@ pub struct TrainProgress {
     pub lr: f64,
     /// Training tokens per second so far (data generation included).
     pub tokens_per_second: f64,
-}
-
-/// A batch prepared for the MDM loss: the noisy input and per-token loss weights.
-#[derive(Debug, Clone)]
-pub struct MdmNoise {
-    /// `x_t`, `batch × length`, masked positions hold `vocab`.
-    pub xt: Vec<u32>,
-    /// `1/t` at masked positions, 0 elsewhere.
-    pub weights: Vec<f32>,
-    /// The diffusion time of every sequence.
-    pub t: Vec<f64>,
-    /// Positions the loss is averaged over: all of them, less the prompts.
-    pub counted: usize,
-}
-
-/// MDLM forward noising for the log-linear schedule: antithetic times
-/// `u_i = (u/n + i/n) mod 1`, `t_i = (1 − ε) u_i + ε`; every token is masked independently with
-/// probability `1 − exp(−σ(t)) = (1 − ε) t` and weighted by `σ'(t)/expm1(σ(t)) = 1/t`.
-pub fn mdm_noise(x0: &[u32], batch: usize, vocab: usize, rng: &mut ChaCha8Rng) -> MdmNoise {
-    mdm_noise_batch(x0, batch, &[], vocab, rng)
-}
-
-/// [`mdm_noise`] with prompts kept (see [`mdm_noise_prompted`]).
-pub fn mdm_noise_batch(
-    x0: &[u32],
-    batch: usize,
-    prompts: &[usize],
-    vocab: usize,
-    rng: &mut ChaCha8Rng,
-) -> MdmNoise {
-    let u: f64 = rng.random();
-    let times: Vec<f64> = (0..batch)
-        .map(|i| {
-            let ui = (u / batch as f64 + i as f64 / batch as f64).fract();
-            (1.0 - T_EPS) * ui + T_EPS
-        })
-        .collect();
-    mdm_noise_prompted(x0, &times, prompts, vocab, rng)
-}
-
-/// MDLM forward noising of sequence `i` at the given time `times[i]` (in `[ε, 1]`).
-pub fn mdm_noise_at(x0: &[u32], times: &[f64], vocab: usize, rng: &mut ChaCha8Rng) -> MdmNoise {
-    mdm_noise_prompted(x0, times, &[], vocab, rng)
-}
-
-/// [`mdm_noise_at`] for sequences whose first `prompts[i]` tokens are a prompt (text tasks):
-/// those are never masked and not counted. An empty `prompts` means none; so does 0, and then
-/// the random draws are exactly those of [`mdm_noise_at`].
-pub fn mdm_noise_prompted(
-    x0: &[u32],
-    times: &[f64],
-    prompts: &[usize],
-    vocab: usize,
-    rng: &mut ChaCha8Rng,
-) -> MdmNoise {
-    let length = x0.len() / times.len().max(1);
-    let mut xt = x0.to_vec();
-    let mut weights = vec![0f32; x0.len()];
-    let mut counted = 0;
-    for (i, &t) in times.iter().enumerate() {
-        let move_chance = (1.0 - T_EPS) * t;
-        let prompt = prompts.get(i).copied().unwrap_or(0).min(length);
-        counted += length - prompt;
-        for j in i * length + prompt..(i + 1) * length {
-            if rng.random::<f64>() < move_chance {
-                xt[j] = vocab as u32;
-                weights[j] = (1.0 / t) as f32;
-            }
-        }
-    }
-    MdmNoise {
-        xt,
-        weights,
-        t: times.to_vec(),
-        counted,
-    }
 }
 
 /// Noise draws per held-out sequence in the MDM's validation ELBO ([`evaluate`]).
@@ -126,7 +50,8 @@ pub fn mdm_elbo(
     mdm_elbo_prompted(net, x0, batch, &[], draws, rng, device)
 }
 
-/// [`mdm_elbo`] of the completions only, given their prompts (see [`mdm_noise_prompted`]).
+/// [`mdm_elbo`] of the completions only, given their prompts (see [`mdm_noise_prompted`]); a
+/// block-diffusion network's is BD3-LM's ([`crate::block::bd3_elbo_prompted`]).
 pub fn mdm_elbo_prompted(
     net: &Transformer,
     x0: &[u32],
@@ -137,6 +62,11 @@ pub fn mdm_elbo_prompted(
     device: &Device,
 ) -> f64 {
     let length = x0.len() / batch;
+    if let Some(block_size) = crate::block::bd3_block_size(net, length) {
+        return crate::block::bd3_elbo_prompted(
+            net, x0, batch, block_size, prompts, draws, rng, device,
+        );
+    }
     let draws = draws.max(1);
     let offsets: Vec<f64> = (0..batch).map(|_| rng.random()).collect();
     let mut total = 0.0;
@@ -164,7 +94,8 @@ pub fn mdm_loss(
     mdm_loss_prompted(net, x0, batch, &[], rng, device)
 }
 
-/// [`mdm_loss`] of the completions only, given their prompts.
+/// [`mdm_loss`] of the completions only, given their prompts. A block-diffusion network (more
+/// than one block per sequence) takes BD3-LM's loss instead ([`crate::block`]).
 pub fn mdm_loss_prompted(
     net: &Transformer,
     x0: &[u32],
@@ -174,6 +105,9 @@ pub fn mdm_loss_prompted(
     device: &Device,
 ) -> Tensor<1> {
     let length = x0.len() / batch;
+    if let Some(block_size) = crate::block::bd3_block_size(net, length) {
+        return crate::block::bd3_loss_prompted(net, x0, batch, block_size, prompts, rng, device);
+    }
     let noise = mdm_noise_batch(x0, batch, prompts, net.vocab, rng);
     mdm_loss_given(net, x0, &noise, batch, length, device)
 }
@@ -366,6 +300,21 @@ impl Trainer {
         })
     }
 
+    /// The same run for a block-diffusion model: block-causal attention in blocks of
+    /// `block_size` positions and BD3-LM's loss (`None`: unchanged). Call before the first step.
+    pub fn with_block_size(mut self, block_size: Option<usize>) -> Result<Self, String> {
+        if let Some(b) = block_size {
+            if self.kind != ModelKind::Mdm || b == 0 || b > self.task.length {
+                return Err(format!(
+                    "block_size {b} needs the mdm model and 1 ≤ block_size ≤ the length {}",
+                    self.task.length
+                ));
+            }
+        }
+        self.model = self.model.take().map(|m| m.with_block_size(block_size));
+        Ok(self)
+    }
+
     /// Optimiser steps taken so far.
     pub fn steps_done(&self) -> usize {
         self.step
@@ -462,7 +411,8 @@ impl Trainer {
             self.task.clone(),
             Some(self.config.clone()),
             self.config.seed,
-        );
+        )
+        .with_block_size(self.inference_model().block_size());
         Ok(Checkpoint {
             header: header.with_final_loss(self.last_loss),
             net: self.inference_model(),
