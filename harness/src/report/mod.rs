@@ -528,6 +528,25 @@ fn series_label(s: &CellSummary, many_lengths: bool, many_seeds: bool) -> String
     label
 }
 
+/// The sampler settings a cell's key states besides its name and steps (`block_length=8,
+/// cache=dual`: a schedule and parameters), read from the key's `sampler@steps,…` segment
+/// (`task/model/sampler@steps,…/L<length>/seed<seed>`); empty when it states none.
+fn sampler_settings(s: &CellSummary) -> String {
+    let head = format!("{}/{}/", s.task, s.model);
+    let tail = format!("/L{}/seed{}", s.length, s.seed);
+    let Some(middle) = s
+        .key
+        .strip_prefix(&head)
+        .and_then(|rest| rest.find(&tail).map(|end| &rest[..end]))
+    else {
+        return String::new();
+    };
+    match middle.split_once(',') {
+        Some((_, settings)) => settings.replace('"', "").replace(',', ", "),
+        None => String::new(),
+    }
+}
+
 fn overlaps(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> bool {
     match (a, b) {
         (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,

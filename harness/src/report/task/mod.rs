@@ -3,7 +3,9 @@
 
 use super::svg::{self, Chart, Frontier, HLine, Marker, Point, Scale, Series};
 use super::verdict::{verdict, Verdict};
-use super::{anchor, fmt_num, series_label, CellSamples, LegendEntry, Plot, SampleView};
+use super::{
+    anchor, fmt_num, sampler_settings, series_label, CellSamples, LegendEntry, Plot, SampleView,
+};
 use super::{AupRow, AupTable, TaskSection, SAMPLES_PER_CELL};
 use crate::metrics::{self, CellSummary};
 use crate::results::{CellRecord, CellStatus, SampleRecord};
@@ -24,6 +26,9 @@ pub(super) struct RunView<'a> {
     by_unit: HashMap<&'a str, Vec<&'a SampleRecord>>,
     many_lengths: bool,
     many_seeds: bool,
+    /// `(model, sampler)` pairs run with several settings (parameters, schedule): their
+    /// series are told apart by the settings, never pooled.
+    many_settings: HashSet<(&'a str, &'a str)>,
     colors: BTreeMap<String, String>,
     pub legend: Vec<LegendEntry>,
 }
@@ -46,6 +51,15 @@ impl<'a> RunView<'a> {
         }
         let lengths: HashSet<usize> = summary.iter().map(|s| s.length).collect();
         let seeds: HashSet<u64> = summary.iter().map(|s| s.seed).collect();
+        let mut settings: HashMap<(&str, &str), HashSet<String>> = HashMap::new();
+        for s in summary {
+            if let Some(sampler) = s.sampler.as_deref() {
+                settings
+                    .entry((s.model.as_str(), sampler))
+                    .or_default()
+                    .insert(sampler_settings(s));
+            }
+        }
         let mut run = RunView {
             cells,
             ar_units,
@@ -53,6 +67,11 @@ impl<'a> RunView<'a> {
             by_unit,
             many_lengths: lengths.len() > 1,
             many_seeds: seeds.len() > 1,
+            many_settings: settings
+                .into_iter()
+                .filter(|(_, set)| set.len() > 1)
+                .map(|(pair, _)| pair)
+                .collect(),
             colors: BTreeMap::new(),
             legend: Vec::new(),
         };
@@ -81,7 +100,14 @@ impl<'a> RunView<'a> {
     }
 
     fn label(&self, r: &CellSummary) -> String {
-        series_label(r, self.many_lengths, self.many_seeds)
+        let label = series_label(r, self.many_lengths, self.many_seeds);
+        let pair = (r.model.as_str(), r.sampler.as_deref().unwrap_or(""));
+        let settings = sampler_settings(r);
+        if self.many_settings.contains(&pair) && !settings.is_empty() {
+            format!("{label} · {settings}")
+        } else {
+            label
+        }
     }
 
     fn color(&self, label: &str) -> String {
@@ -673,5 +699,52 @@ fn sample_view(s: &SampleRecord) -> SampleView {
         first_invalid: s.first_invalid,
         extra: (!s.extra.is_empty()).then(|| serde_json::to_string(&s.extra).unwrap_or_default()),
         text: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(model: &str, sampler_label: &str) -> CellSummary {
+        let sampler = sampler_label.split('@').next().unwrap();
+        serde_json::from_value(json!({
+            "key": format!("2gram-ser/{model}/{sampler_label}/L32/seed0"),
+            "unit": format!("{model}-{sampler_label}"), "task": "2gram-ser", "model": model,
+            "sampler": sampler, "steps": 8, "length": 32, "seed": 0, "batch_size": 8,
+            "status": "ok", "n": 10, "zero_probability_samples": 0,
+        }))
+        .expect("a summary row")
+    }
+
+    #[test]
+    fn series_run_with_several_settings_are_told_apart_by_them() {
+        let summary = [
+            row("mdm", "low_confidence@8,block_length=8"),
+            row(
+                "mdm",
+                "low_confidence@8,block_length=8,cache=\"dual\",refresh=2",
+            ),
+            row("mdm", "eb@8,gamma=0.1"),
+            row("ar", "ar@32"),
+        ];
+        assert_eq!(
+            sampler_settings(&summary[1]),
+            "block_length=8, cache=dual, refresh=2"
+        );
+        assert_eq!(sampler_settings(&summary[3]), "");
+        let run = RunView::new(&[], &summary, &[]);
+        let labels: Vec<String> = summary.iter().map(|s| run.label(s)).collect();
+        assert_eq!(
+            labels,
+            [
+                "mdm · low_confidence · block_length=8",
+                "mdm · low_confidence · block_length=8, cache=dual, refresh=2",
+                // One setting only: the label stays `model · sampler`.
+                "mdm · eb",
+                "ar · ar",
+            ]
+        );
     }
 }
