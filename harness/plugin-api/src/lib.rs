@@ -33,7 +33,7 @@ pub use protocol::*;
 /// Version of the plugin API this crate defines. A host accepts a plugin whose API version has
 /// the same major number and a minor number no greater than its own (a newer host may add
 /// optional methods; an older host cannot know about them).
-pub const API_VERSION: ApiVersion = ApiVersion { major: 1, minor: 7 };
+pub const API_VERSION: ApiVersion = ApiVersion { major: 1, minor: 8 };
 
 /// `major.minor` version of the plugin API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
