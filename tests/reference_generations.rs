@@ -224,6 +224,86 @@ samplers:
     assert!(cases.len() >= 24, "{} cases", cases.len());
 }
 
+/// Fast-dLLM's Dream block loop (`dream/model/generation_utils_block.py`, prefix and dual
+/// cache, `alg` entropy and confidence_threshold), run by
+/// tools/hf-fixtures/make_dream_cached_generations.py on the tiny Dream checkpoint, reproduced
+/// by `dlm-bench run` with the SDK's `dream_cache` sampler at temperature 0. dlm-hf's
+/// tests/dream_cache.rs checks the same cases call by call.
+#[test]
+fn dlm_bench_run_reproduces_fast_dllm_dream_cached_generations() {
+    let dir = scratch("fast-dllm-dream-cached-generations");
+    let fixture = root().join("plugins/hf/tests/fixtures/dream-tiny");
+    let path = fixture.join("cached_generations.json");
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cases: Vec<(SamplerSpec, String, String)> = file["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let s = &c["settings"];
+            let mut params: BTreeMap<String, Value> = BTreeMap::new();
+            for key in ["block_length", "cache", "alg", "eps"] {
+                params.insert(key.into(), s[key].clone());
+            }
+            if !s["threshold"].is_null() {
+                params.insert("tau".into(), s["threshold"].clone());
+            }
+            params.insert("temperature".into(), json!(0.0));
+            assert_eq!(s["gen_length"], 16, "the suite below generates 16 tokens");
+            let spec = SamplerSpec {
+                name: "dream_cache".into(),
+                steps: s["steps"].as_u64().unwrap() as usize,
+                schedule: None,
+                params,
+            };
+            let prompt = c["prompt_text"].as_str().unwrap().to_string();
+            (spec, prompt, c["completion"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let mut prompts: Vec<String> = Vec::new();
+    let mut specs: Vec<SamplerSpec> = Vec::new();
+    for (spec, prompt, _) in &cases {
+        if !prompts.contains(prompt) {
+            prompts.push(prompt.clone());
+        }
+        if !specs.contains(spec) {
+            specs.push(spec.clone());
+        }
+    }
+    write_prompts(&dir, &prompts);
+    let suite = dir.join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: fast-dllm-dream-cached-generations
+samples: {samples}
+batch_size: 1
+lengths: [64]
+seeds: [0]
+reference: false
+tasks:
+  - {{name: mine, plugin: dlm-reasoning, task: prompts, config: {{path: {prompts}}}}}
+models:
+  - {{name: dream, plugin: dlm-hf, model: checkpoint, samplers: [dream_cache],
+      config: {{path: {dream}, generation_length: 16}}}}
+samplers:
+{lines}",
+            samples = prompts.len(),
+            prompts = dir.join("prompts.jsonl").display(),
+            dream = fixture.display(),
+            lines = sampler_lines(specs.iter()),
+        ),
+    )
+    .unwrap();
+    let samples = run_and_read_samples(&dir, &suite);
+    for (spec, prompt, completion) in &cases {
+        let key = format!("mine/dream/{}/", spec.label());
+        let id = format!("p{}", prompts.iter().position(|p| p == prompt).unwrap());
+        assert_completion(&samples, &key, &id, completion);
+    }
+    assert!(cases.len() >= 32, "{} cases", cases.len());
+}
+
 /// The `prompts` task's file: one `{id: pI, prompt}` line per prompt text.
 fn write_prompts(dir: &std::path::Path, prompts: &[String]) {
     let lines: Vec<String> = prompts

@@ -1,4 +1,5 @@
-//! Only with the `tch` feature: find LibTorch the way torch-sys will, and stop with the fix when
+//! Only with the `tch` feature (of dlm-neural, and of dlm-hf, whose Cargo.toml names this file as
+//! its build script too): find LibTorch the way torch-sys will, and stop with the fix when
 //! there is none (torch-sys would otherwise try to download it, which fails offline with an
 //! error that names neither the variables nor this repository's install script); then record
 //! LibTorch's library folder as the run path of the plugin library, its tests and benches, so
@@ -19,8 +20,8 @@ use std::process::Command;
 const TORCH_VERSION: &str = "2.9.0";
 
 const FIX: &str = "\
-dlm-neural's `tch` feature needs LibTorch 2.9.0. Install it (PyPI's torch==2.9.0 in .venv-tch,
-about 7 GB) and point the build at it:
+The `tch` feature (of dlm-neural or dlm-hf) needs LibTorch 2.9.0. Install it (PyPI's
+torch==2.9.0 in .venv-tch, about 7 GB) and point the build at it:
 
     tools/tch/install.sh
     source .venv-tch/bin/activate && export LIBTORCH_USE_PYTORCH=1
@@ -39,7 +40,10 @@ fn fail(why: &str) -> ! {
 }
 
 fn main() {
-    println!("cargo:rerun-if-changed=build.rs");
+    // Not `rerun-if-changed=build.rs`: in dlm-hf that path is missing, which would rerun the
+    // script at every build. A changed script is rerun anyway; one directive turns off cargo's
+    // default of rerunning it whenever any file of the package changes.
+    println!("cargo:rerun-if-env-changed=LIBTORCH");
     if env::var_os("CARGO_FEATURE_TCH").is_none() {
         return;
     }

@@ -81,8 +81,13 @@ pub fn tiny_suite_matches_flex(device: &str, feature: &str, library_var: &str, r
         ]);
         assert!(r.status.success(), "{device}: {}", text(&r));
         let cells = summary(&out);
-        // dlm-neural labels flex as `cpu`.
-        let label = if device == "flex" { "cpu" } else { device };
+        // The label runs record (dlm-sdk's `DeviceName::label`): `cpu` for flex, `tch:cpu` for
+        // `tch`, any other name as given.
+        let label = match device {
+            "flex" => "cpu",
+            "tch" => "tch:cpu",
+            other => other,
+        };
         let models: Vec<_> = cells.iter().filter(|c| c["model"] != "reference").collect();
         assert_eq!(models.len(), 2);
         assert!(models.iter().all(|c| c["device"] == label), "{models:?}");

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The tch (LibTorch) backend's checks, outside .ci/run (LibTorch is a 7 GB download and the
 # build another ≈ 15 minutes on 2 cores): every dlm-neural test on the LibTorch device, with
-# LibTorch-vs-flex logits; then a tiny suite trained and sampled end to end through the harness
-# with a tch-built plugin library (tests/tch.rs), compared with flex.
+# LibTorch-vs-flex logits (the mdm's key/value cache included: kv_window_tests, `refresh: 1` ≡
+# no cache); every dlm-hf test on it (LLaDA's and Dream's cache against the plain pass and
+# Fast-dLLM's cached generations, the logits against PyTorch's and flex's); then a tiny suite
+# trained and sampled end to end through the harness with a tch-built plugin library
+# (tests/tch.rs), compared with flex. The figures of the last run (55 dlm-neural and 46 dlm-hf
+# tests on LibTorch's CPU, 2026-11-25) are in docs/user-guide.md, "The tch backend (LibTorch)".
 #
 #   tools/tch/test.sh                 # LibTorch's CPU kernels
 #   DLM_TCH_DEVICE=tch:cuda tools/tch/test.sh   # on a CUDA machine: cuBLAS/cuDNN as well
@@ -28,7 +32,13 @@ echo "== dlm-neural's tests on $DEVICE (and tch-vs-flex logits); full log: $TARG
 DLM_NEURAL_TEST_DEVICE="$DEVICE" cargo test -p dlm-neural --features tch --locked -- --nocapture \
   >"$TARGET/tch/neural-tests.log" 2>&1 \
   || { tail -50 "$TARGET/tch/neural-tests.log"; echo "error: dlm-neural's tests failed on $DEVICE" >&2; exit 1; }
-grep -E 'test result|largest \||positions agree' "$TARGET/tch/neural-tests.log"
+grep -E 'test result|largest \||positions agree|worst gap|positions computed' "$TARGET/tch/neural-tests.log"
+
+echo "== dlm-hf's tests on $DEVICE (and its logits against PyTorch's and flex's); full log: $TARGET/tch/hf-tests.log"
+DLM_HF_TEST_DEVICE="$DEVICE" cargo test -p dlm-hf --features tch --locked -- --nocapture \
+  >"$TARGET/tch/hf-tests.log" 2>&1 \
+  || { tail -50 "$TARGET/tch/hf-tests.log"; echo "error: dlm-hf's tests failed on $DEVICE" >&2; exit 1; }
+grep -E 'test result|max \|' "$TARGET/tch/hf-tests.log"
 
 echo "== the plugin library, built with --features tch"
 cargo build -p dlm-neural --features tch --locked

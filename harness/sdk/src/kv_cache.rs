@@ -16,8 +16,8 @@
 //!   layer's keys depend on the whole canvas). Prefix cache: the window runs from the current
 //!   block's start to the end of the canvas. Dual cache: the window is the current block.
 //!
-//! The SDK's remasking samplers (`low_confidence`, `random`, `threshold`, `factor`, `eb`) drive
-//! it with their parameters `cache` (`none`, the default; `prefix`; `dual`) and `refresh`
+//! The SDK's remasking samplers (`low_confidence`, `random`, `threshold`, `factor`, `eb`) and
+//! `dream_cache` (Fast-dLLM's Dream loop) drive it with their parameters `cache` (`none`, the default; `prefix`; `dual`) and `refresh`
 //! (`every_block`, the default: a fill at the first step of every block; or `k`: also a fill at
 //! steps `k, 2k, …` of a block, so `refresh: 1` is a fill at every step, the samples of `cache:
 //! none`). Every other step of a block is a window call. Each call is one NFE; a fill counts

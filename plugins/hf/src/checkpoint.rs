@@ -228,8 +228,10 @@ fn mask_token_id(config: &ModelConfig, tokenizer: &HfTokenizer, dir: &Path) -> R
 pub fn parameter_count(c: &ModelConfig) -> usize {
     let (h, f, rows) = (c.hidden, c.intermediate, c.vocab_rows);
     let kv = c.kv_heads * c.head_dim();
-    let bias = if c.qkv_bias { h + 2 * kv } else { 0 };
-    let block = 2 * h + h * h + 2 * kv * h + bias + h * h + 3 * h * f;
+    let (width, d) = (c.attention_width(), c.head_dim());
+    let bias = if c.qkv_bias { width + 2 * kv } else { 0 };
+    let qk_norm = if c.qk_norm { 2 * d } else { 0 };
+    let block = 2 * h + width * h + 2 * kv * h + bias + h * width + 3 * h * f + qk_norm;
     let head = if c.tied_embeddings { 0 } else { rows * h };
     rows * h + c.layers * block + h + head
 }

@@ -8,8 +8,9 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// The architectures this plugin runs (`architectures[0]` in config.json).
-pub const SUPPORTED: &str = "LLaDAModelLM (LLaDA) and DreamModel (Dream) as diffusion models, \
-                             LlamaForCausalLM and Qwen2ForCausalLM as autoregressive ones";
+pub const SUPPORTED: &str = "LLaDAModelLM (LLaDA), DreamModel (Dream) and SDARForCausalLM (SDAR, \
+                             block diffusion) as diffusion models, LlamaForCausalLM and \
+                             Qwen2ForCausalLM as autoregressive ones";
 
 /// Which network the checkpoint holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,9 @@ pub enum Architecture {
     Llama,
     /// Qwen2 (`Qwen2ForCausalLM`): causal, autoregressive, q/k/v biases.
     Qwen2,
+    /// SDAR (`SDARForCausalLM`): block diffusion on Qwen3 layers (q/k norms), attention
+    /// block-causal in blocks of `block_size` ([`crate::block_diffusion`]).
+    Sdar,
 }
 
 impl Architecture {
@@ -32,6 +36,7 @@ impl Architecture {
             Architecture::Dream => "DreamModel",
             Architecture::Llama => "LlamaForCausalLM",
             Architecture::Qwen2 => "Qwen2ForCausalLM",
+            Architecture::Sdar => "SDARForCausalLM",
         }
     }
 
@@ -73,12 +78,25 @@ pub struct ModelConfig {
     /// Longest sequence the checkpoint was made for (`max_sequence_length`,
     /// `max_position_embeddings`).
     pub max_length: usize,
+    /// Block diffusion (SDAR's `block_size`): attention is block-causal in blocks of this many
+    /// positions, counted from each row's first real token. `None`: no such mask.
+    pub block_size: Option<usize>,
+    /// Qwen3's RMSNorm on every query and key head before RoPE (`q_norm`, `k_norm`).
+    pub qk_norm: bool,
+    /// `head_dim` when config.json sets it apart from `hidden / heads` (SDAR-4B: 128, not 80).
+    pub head_width: Option<usize>,
 }
 
 impl ModelConfig {
     /// Width of one attention head.
     pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
+        self.head_width.unwrap_or(self.hidden / self.heads)
+    }
+
+    /// Width of all query heads together (`heads × head_dim`; the hidden size unless
+    /// `head_dim` is set apart).
+    pub fn attention_width(&self) -> usize {
+        self.heads * self.head_dim()
     }
 
     /// Read and check `path` (a config.json).
@@ -112,6 +130,7 @@ impl ModelConfig {
             "DreamModel" | "Dream" => fields.dream()?,
             "LlamaForCausalLM" | "llama" => fields.causal(Architecture::Llama)?,
             "Qwen2ForCausalLM" | "qwen2" => fields.causal(Architecture::Qwen2)?,
+            "SDARForCausalLM" | "sdar" => fields.sdar()?,
             _ => {
                 return Err(HfError::UnsupportedArchitecture {
                     path: path.to_path_buf(),
@@ -139,7 +158,7 @@ impl ModelConfig {
                 "the feed-forward width, vocabulary and maximum length must be positive".into(),
             );
         }
-        if !self.hidden.is_multiple_of(self.heads) {
+        if self.head_width.is_none() && !self.hidden.is_multiple_of(self.heads) {
             return bad(format!(
                 "the hidden size {} is not divisible by the {} heads",
                 self.hidden, self.heads
@@ -338,6 +357,9 @@ impl Fields {
             scale_embeddings: self.bool_or("input_emb_norm", false)?,
             scale_logits: self.bool_or("scale_logits", false)?,
             max_length: self.usize_or("max_sequence_length", 4096)?,
+            block_size: None,
+            qk_norm: false,
+            head_width: None,
         })
     }
 
@@ -362,6 +384,36 @@ impl Fields {
         if architecture == Architecture::Llama {
             config.rms_norm_eps = self.f64_or("rms_norm_eps", 1e-6)?;
             config.max_length = self.usize_or("max_position_embeddings", 2048)?;
+        }
+        Ok(config)
+    }
+
+    /// SDAR's Qwen3-style config (`SDARConfig`, JetAstra/SDAR's `configuration_sdar.py`):
+    /// Dream's fields, with `head_dim`, `block_size` and the mask token required.
+    fn sdar(&self) -> Result<ModelConfig> {
+        use serde_json::json;
+        self.expect(
+            "attention_bias",
+            json!(false),
+            "bias-free attention projections",
+        )?;
+        let mut config = self.dream()?;
+        config.architecture = Architecture::Sdar;
+        config.qkv_bias = false;
+        config.qk_norm = true;
+        config.head_width = match self.get("head_dim") {
+            Some(_) if self.usize("head_dim")? == 0 => {
+                return self.err("`head_dim: 0`: a head needs a width".into())
+            }
+            Some(_) => Some(self.usize("head_dim")?),
+            None => None,
+        };
+        config.block_size = match self.usize("block_size")? {
+            0 => return self.err("`block_size: 0`: a block needs at least one position".into()),
+            b => Some(b),
+        };
+        if config.mask_token_id.is_none() {
+            return self.err("field `mask_token_id` is missing (SDAR's is `<|MASK|>`)".into());
         }
         Ok(config)
     }
@@ -394,6 +446,9 @@ impl Fields {
             scale_embeddings: false,
             scale_logits: false,
             max_length: self.usize_or("max_position_embeddings", 32_768)?,
+            block_size: None,
+            qk_norm: false,
+            head_width: None,
         })
     }
 }
@@ -471,6 +526,37 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("head_dim: 32"), "{e}");
+    }
+
+    #[test]
+    fn reads_sdar_block_diffusion() {
+        let base = r#""architectures": ["SDARForCausalLM"], "hidden_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "intermediate_size": 96, "vocab_size": 512, "rope_scaling": null"#;
+        let s = parse(&format!(
+            r#"{{{base}, "head_dim": 24, "block_size": 4, "mask_token_id": 481}}"#
+        ))
+        .unwrap();
+        assert_eq!(s.architecture, Architecture::Sdar);
+        assert!(!s.architecture.is_autoregressive() && s.qk_norm && !s.qkv_bias);
+        assert_eq!(
+            (s.head_dim(), s.attention_width(), s.block_size),
+            (24, 96, Some(4))
+        );
+        let e = parse(&format!(r#"{{{base}, "mask_token_id": 481}}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("block_size") && e.contains("missing"), "{e}");
+        let e = parse(&format!(r#"{{{base}, "block_size": 4}}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mask_token_id"), "{e}");
+        let e = parse(&format!(
+            r#"{{{base}, "block_size": 4, "mask_token_id": 481, "attention_bias": true}}"#
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("attention_bias"), "{e}");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! * [`model`] — the LLaDA and Dream networks in Burn ([`Network::forward`]: ids → logits);
 //! * [`denoiser`] — the SDK [`dlm_sdk::Denoiser`]: id mapping, Dream's logit shift, the mask
 //!   token excluded ([`CheckpointDenoiser::logits`] keeps the logits on the device);
+//! * [`block_diffusion`], [`block_decode`] — SDAR's block-causal mask, its training pass, and
+//!   its decoding through the SDK's samplers in the checkpoint's blocks (plus `sequential`);
 //! * [`window`] — the key/value cache of the diffusion networks (Fast-dLLM's prefix and dual
 //!   caches: fill, then windows), behind the SDK's `TensorKvCache`;
 //! * [`ar`] — LLaMA and Qwen2 causal checkpoints as the SDK's `Autoregressive` model (KV cache);
@@ -18,6 +20,8 @@
 //!   (autoregressive), wrapped in the SDK's `TextModel`.
 
 pub mod ar;
+pub mod block_decode;
+pub mod block_diffusion;
 pub mod checkpoint;
 pub mod config;
 pub mod denoiser;

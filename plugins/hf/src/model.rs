@@ -11,6 +11,9 @@
 //!   attention (`num_key_value_heads`) and Qwen2's tensor names. The network's output is not
 //!   shifted; Dream's *generation* reads the logits of position i at position i − 1, which
 //!   [`crate::denoiser`] applies.
+//! * **SDAR** (`modeling_sdar.py`, Qwen3 layers): Dream's shape without q/k/v biases, an
+//!   RMSNorm on every query and key head before RoPE (`q_norm`, `k_norm`), `head_dim` its own
+//!   config value, and block-causal attention in blocks of `block_size` (block_diffusion.rs).
 //!
 //! Shared details: RMSNorm `x · rsqrt(mean(x²) + eps) · w`; RoPE on q and k with
 //! `inv_freq_i = θ^(−2i/d)`, the angle table `cat(angles, angles)` and
@@ -21,7 +24,7 @@ use crate::config::{Architecture, ModelConfig};
 use crate::error::{HfError, Result};
 use crate::weights::WeightStore;
 use burn::tensor::activation::silu;
-use burn::tensor::module::{attention, embedding, linear};
+use burn::tensor::module::{attention, attention_fallback, embedding, linear};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, DType, Device, FloatDType, Int, Tensor, TensorData};
 
@@ -52,6 +55,8 @@ pub struct Block {
     gate: Linear,
     up: Linear,
     down: Linear,
+    /// Qwen3's (SDAR's) RMSNorm weights `[head_dim]` on every query and key head.
+    qk_norm: Option<(Tensor<1>, Tensor<1>)>,
 }
 
 /// Tensor names of one architecture.
@@ -84,26 +89,30 @@ fn names(arch: Architecture) -> Names {
                 format!("model.transformer.blocks.{i}.{local}")
             },
         },
-        Architecture::Dream | Architecture::Llama | Architecture::Qwen2 => Names {
-            embedding: "model.embed_tokens.weight".into(),
-            final_norm: "model.norm.weight".into(),
-            head: "lm_head.weight".into(),
-            block: |i, role| {
-                let local = match role {
-                    "attn_norm" => "input_layernorm.weight",
-                    "q" => "self_attn.q_proj",
-                    "k" => "self_attn.k_proj",
-                    "v" => "self_attn.v_proj",
-                    "o" => "self_attn.o_proj",
-                    "ffn_norm" => "post_attention_layernorm.weight",
-                    "gate" => "mlp.gate_proj",
-                    "up" => "mlp.up_proj",
-                    "down" => "mlp.down_proj",
-                    _ => unreachable!("no Qwen2 role {role}"),
-                };
-                format!("model.layers.{i}.{local}")
-            },
-        },
+        Architecture::Dream | Architecture::Llama | Architecture::Qwen2 | Architecture::Sdar => {
+            Names {
+                embedding: "model.embed_tokens.weight".into(),
+                final_norm: "model.norm.weight".into(),
+                head: "lm_head.weight".into(),
+                block: |i, role| {
+                    let local = match role {
+                        "attn_norm" => "input_layernorm.weight",
+                        "q" => "self_attn.q_proj",
+                        "k" => "self_attn.k_proj",
+                        "v" => "self_attn.v_proj",
+                        "o" => "self_attn.o_proj",
+                        "ffn_norm" => "post_attention_layernorm.weight",
+                        "gate" => "mlp.gate_proj",
+                        "up" => "mlp.up_proj",
+                        "down" => "mlp.down_proj",
+                        "q_norm" => "self_attn.q_norm.weight",
+                        "k_norm" => "self_attn.k_norm.weight",
+                        _ => unreachable!("no Qwen2 role {role}"),
+                    };
+                    format!("model.layers.{i}.{local}")
+                },
+            }
+        }
     }
 }
 
@@ -133,6 +142,7 @@ impl Network {
         let n = names(config.architecture);
         let (h, f, rows) = (config.hidden, config.intermediate, config.vocab_rows);
         let kv = config.kv_heads * config.head_dim();
+        let (width, d) = (config.attention_width(), config.head_dim());
         let mut blocks = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let name = |role: &str| (n.block)(i, role);
@@ -141,16 +151,23 @@ impl Network {
             };
             let bias = config.qkv_bias;
             let (q, k, v) = (
-                dense("q", h, h, bias)?,
+                dense("q", width, h, bias)?,
                 dense("k", kv, h, bias)?,
                 dense("v", kv, h, bias)?,
             );
-            let o = dense("o", h, h, false)?;
+            let o = dense("o", h, width, false)?;
             let (gate, up, down) = (
                 dense("gate", f, h, false)?,
                 dense("up", f, h, false)?,
                 dense("down", h, f, false)?,
             );
+            let qk_norm = match config.qk_norm {
+                true => Some((
+                    weights.load(&name("q_norm"), [d], arch, device, dtype)?,
+                    weights.load(&name("k_norm"), [d], arch, device, dtype)?,
+                )),
+                false => None,
+            };
             blocks.push(Block {
                 attn_norm: weights.load(&name("attn_norm"), [h], arch, device, dtype)?,
                 ffn_norm: weights.load(&name("ffn_norm"), [h], arch, device, dtype)?,
@@ -161,6 +178,7 @@ impl Network {
                 gate,
                 up,
                 down,
+                qk_norm,
             });
         }
         let embedding = weights.load(&n.embedding, [rows, h], arch, device, dtype)?;
@@ -217,9 +235,10 @@ impl Network {
     /// The network's logits `[batch, length, vocab_rows]` for `ids: [batch, length]`: the raw
     /// output of the reference modelling code's forward pass (Dream's not yet shifted).
     pub fn forward(&self, ids: Tensor<2, Int>) -> Tensor<3> {
-        let [_, length] = ids.dims();
+        let [batch, length] = ids.dims();
         let positions: Vec<usize> = (0..length).collect();
-        self.forward_at(ids, &positions, None, None)
+        let mask = self.with_block_causal_mask(None, &[], batch, length, 0..length);
+        self.forward_at(ids, &positions, mask, None)
     }
 
     /// [`Network::forward`] over a left-padded batch: the first `left_padding[b]` positions of
@@ -241,6 +260,21 @@ impl Network {
     /// and the attention mask `[batch, heads, queries, length]` hiding every row's padding keys
     /// (`None` without padding), for a `batch × length` canvas.
     pub(crate) fn padding_layout(
+        &self,
+        left_padding: &[usize],
+        batch: usize,
+        length: usize,
+        queries: std::ops::Range<usize>,
+    ) -> Result<(Vec<usize>, Option<Tensor<4, Bool>>)> {
+        let (positions, mask) =
+            self.padding_only_layout(left_padding, batch, length, queries.clone())?;
+        // Block diffusion: also hide the keys of later blocks (block_diffusion.rs).
+        let mask = self.with_block_causal_mask(mask, left_padding, batch, length, queries);
+        Ok((positions, mask))
+    }
+
+    /// [`Network::padding_layout`] without a block-causal mask.
+    fn padding_only_layout(
         &self,
         left_padding: &[usize],
         batch: usize,
@@ -338,8 +372,15 @@ impl Block {
         let d = c.head_dim();
         let xn = rms_norm(x, &self.attn_norm, c.rms_norm_eps);
         let split = |t: Tensor<3>, heads: usize| t.reshape([b, n, heads, d]).swap_dims(1, 2);
-        let q = rope(split(self.q.forward(xn.clone()), c.heads), cos, sin);
-        let k = rope(split(self.k.forward(xn.clone()), c.kv_heads), cos, sin);
+        let (mut q, mut k) = (
+            split(self.q.forward(xn.clone()), c.heads),
+            split(self.k.forward(xn.clone()), c.kv_heads),
+        );
+        if let Some((q_norm, k_norm)) = &self.qk_norm {
+            q = head_rms_norm(q, q_norm, c.rms_norm_eps);
+            k = head_rms_norm(k, k_norm, c.rms_norm_eps);
+        }
+        let (q, k) = (rope(q, cos, sin), rope(k, cos, sin));
         let v = split(self.v.forward(xn), c.kv_heads);
         (q, k, v)
     }
@@ -355,7 +396,7 @@ impl Block {
         causal: bool,
         c: &ModelConfig,
     ) -> Tensor<3> {
-        let [b, n, h] = x.dims();
+        let [b, n, _] = x.dims();
         let [_, kv_heads, keys, d] = k.dims();
         let (k, v) = if kv_heads == c.heads {
             (k, v)
@@ -372,8 +413,17 @@ impl Block {
             is_causal: causal,
             ..Default::default()
         };
-        let context = attention(q, k, v, mask, None, options);
-        let x = x + self.o.forward(context.swap_dims(1, 2).reshape([b, n, h]));
+        let context = if mask.is_some() && on_libtorch(&q) {
+            // burn-tch 0.22.1 hands Burn's mask (`true`: hidden) to PyTorch's
+            // scaled_dot_product_attention, where `true` means attend; Burn's composed reference
+            // attention keeps Burn's meaning on every backend.
+            attention_fallback(q, k, v, mask, None, options)
+        } else {
+            attention(q, k, v, mask, None, options)
+        };
+        let x = x + self
+            .o
+            .forward(context.swap_dims(1, 2).reshape([b, n, c.heads * d]));
         let xn = rms_norm(x.clone(), &self.ffn_norm, c.rms_norm_eps);
         let gated = silu(self.gate.forward(xn.clone())) * self.up.forward(xn);
         x + self.down.forward(gated)
@@ -412,6 +462,12 @@ impl Block {
         });
         self.finish(x, q, (keys, values), mask, false, c)
     }
+}
+
+/// Whether `t` lives on LibTorch (the `tch` feature); only the device's Debug form names its
+/// backend.
+fn on_libtorch(t: &Tensor<4>) -> bool {
+    cfg!(feature = "tch") && format!("{:?}", t.device()).starts_with("Device<LibTorch")
 }
 
 /// Keys and values of one block for a whole generation, `[batch, kv_heads, capacity, d]`.
@@ -537,6 +593,23 @@ fn rms_norm(x: Tensor<3>, weight: &Tensor<1>, eps: f64) -> Tensor<3> {
         .recip();
     let normed = (x * inv_rms).cast(float_dtype(dtype));
     normed * weight.clone().reshape([1, 1, h])
+}
+
+/// `x · rsqrt(mean(x²) + eps) · weight` over each head (`x: [batch, heads, n, head_dim]`), in
+/// f32 and cast back before the weight: Qwen3's (SDAR's) `q_norm` and `k_norm`.
+pub(crate) fn head_rms_norm(x: Tensor<4>, weight: &Tensor<1>, eps: f64) -> Tensor<4> {
+    let d = weight.dims()[0];
+    let dtype = x.dtype();
+    let x = x.cast(FloatDType::F32);
+    let inv_rms = x
+        .clone()
+        .square()
+        .mean_dim(3)
+        .add_scalar(eps)
+        .sqrt()
+        .recip();
+    let normed = (x * inv_rms).cast(float_dtype(dtype));
+    normed * weight.clone().reshape([1, 1, 1, d])
 }
 
 /// The float dtype of a float tensor's [`DType`].

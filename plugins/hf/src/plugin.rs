@@ -29,7 +29,7 @@ pub struct OpenConfig {
     #[serde(default)]
     pub dtype: Option<String>,
     /// Compute device: `flex` (default; CPU), `cpu`, and with the Cargo features `wgpu`,
-    /// `cuda` / `cuda:N`.
+    /// `cuda` / `cuda:N`, `tch` (LibTorch: `tch`, `tch:cpu`, `tch:cuda`, `tch:cuda:N`).
     #[serde(default)]
     pub device: Option<String>,
     /// The end-of-text token (default: the first of [`dlm_sdk::tokenizer::EOS_NAMES`] in the
@@ -53,7 +53,7 @@ pub struct OpenConfig {
 const BACKENDS: Backends = Backends {
     wgpu: cfg!(feature = "wgpu"),
     cuda: cfg!(feature = "cuda"),
-    libtorch: false,
+    libtorch: cfg!(feature = "tch"),
 };
 
 /// Parse a device name ([`DeviceName`]) into the Burn device and the label timings record.
@@ -67,6 +67,8 @@ pub fn parse_device(name: Option<&str>) -> std::result::Result<(Device, String),
         DeviceName::Wgpu => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
         #[cfg(feature = "cuda")]
         DeviceName::Cuda(index) => Device::cuda(index),
+        #[cfg(feature = "tch")]
+        DeviceName::LibTorchCpu | DeviceName::LibTorchCuda(_) => libtorch_device(name)?,
         #[allow(unreachable_patterns)]
         other => {
             return Err(HfError::Setting(format!(
@@ -75,6 +77,26 @@ pub fn parse_device(name: Option<&str>) -> std::result::Result<(Device, String),
         }
     };
     Ok((device, name.label()))
+}
+
+/// LibTorch's CPU, or a CUDA GPU LibTorch sees, as in dlm-neural. Burn 0.22 marks burn-tch
+/// deprecated; it is still the way to PyTorch's kernels, so the deprecation is allowed here.
+#[cfg(feature = "tch")]
+#[allow(deprecated)]
+fn libtorch_device(name: DeviceName) -> std::result::Result<Device, HfError> {
+    match name {
+        DeviceName::LibTorchCuda(index) => {
+            // Without this, the first tensor on a missing GPU panics inside LibTorch.
+            let gpus = tch::Cuda::device_count();
+            if index as i64 >= gpus {
+                return Err(HfError::Setting(format!(
+                    "device `tch:cuda:{index}`: LibTorch sees {gpus} CUDA device(s) on this machine"
+                )));
+            }
+            Ok(Device::libtorch_cuda(index))
+        }
+        _ => Ok(Device::libtorch()),
+    }
 }
 
 /// Open model `checkpoint` (diffusion) or, with `autoregressive`, `ar-checkpoint` for the
@@ -117,11 +139,27 @@ pub fn open_checkpoint_model(
     } else {
         let ckpt = Checkpoint::open(path, &device, &label, dtype, eos)?;
         let max = ckpt.denoiser.net.config.max_length;
+        let block_size = ckpt.denoiser.net.config.block_size;
         let denoiser = TensorDenoiserModel {
             denoiser: ckpt.denoiser.with_full_row(config.full_row.unwrap_or(true)),
         };
-        let model = TextModel::new(denoiser, ckpt.tokenizer, stop).map_err(eos_hint)?;
-        (fixed_generation(model, config.generation_length, max)?, max)
+        let length = config.generation_length;
+        let model = match block_size {
+            None => {
+                let model = TextModel::new(denoiser, ckpt.tokenizer, stop).map_err(eos_hint)?;
+                fixed_generation(model, length, max)?
+            }
+            // Block diffusion (SDAR): the sampler's blocks are the checkpoint's.
+            Some(block_size) => {
+                let model = crate::block_decode::BlockDiffusionModel {
+                    model: denoiser,
+                    block_size,
+                };
+                let model = TextModel::new(model, ckpt.tokenizer, stop).map_err(eos_hint)?;
+                fixed_generation(model, length, max)?
+            }
+        };
+        (model, max)
     };
     // What the run records of this model beside the sampler: every default resolved.
     let mut settings = serde_json::json!({
@@ -181,11 +219,15 @@ impl Plugin for HfPlugin {
         vec![
             dlm_sdk::denoiser_component(
             "checkpoint",
-            "a LLaDA (LLaDAModelLM) or Dream (DreamModel) checkpoint folder: config.json, \
+            "a LLaDA (LLaDAModelLM), Dream (DreamModel) or SDAR (SDARForCausalLM, block \
+             diffusion; its own sampler `sequential`) checkpoint folder: config.json, \
              safetensors weights, tokenizer.json; config: {path: DIR, dtype?: f32|f16|bf16, \
-             device?: flex|wgpu|cuda[:N], eos_token?, generation_length?, full_row?}; answers text tasks with text",
+             device?: flex|wgpu|cuda[:N]|tch[:cpu|:cuda[:N]], eos_token?, generation_length?, full_row?}; answers text tasks with text",
                 false,
             )
+            .with_sampler(dlm_sdk::sampler::Sampler::info(
+                &crate::block_decode::Sequential,
+            ))
             .with_config_of::<OpenConfig>(&["path"])
             .with_length_override("generation_length"),
             ComponentInfo::new(

@@ -188,6 +188,7 @@ fn the_ar_checkpoint_answers_text_tasks_and_each_model_name_its_own_kind() {
                 })
                 .collect(),
         ),
+        trace: false,
     };
     let (_, reply) = model.generate(&request).unwrap();
     assert_eq!(reply.texts.unwrap().len(), 2);

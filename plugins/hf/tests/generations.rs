@@ -109,6 +109,7 @@ fn replay(arch: &str) -> (usize, Vec<String>) {
             first_index: 0,
             prompts: Some(vec![case.prompt.clone()]),
             prompt_texts: None,
+            trace: false,
         };
         let (seqs, reply) = generate(&mut net, &request).unwrap_or_else(|e| panic!("{label}: {e}"));
         let ours = net.inner.checkpoint_ids(&seqs[0]).unwrap();

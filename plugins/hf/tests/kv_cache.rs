@@ -361,6 +361,7 @@ fn fast_dllm_cached_generations_are_reproduced_call_by_call() {
             first_index: 0,
             prompts: Some(vec![case.prompt.clone()]),
             prompt_texts: None,
+            trace: false,
         };
         let (seqs, reply) = generate(&mut net, &request).unwrap_or_else(|e| panic!("{label}: {e}"));
         assert_eq!(
@@ -411,6 +412,7 @@ fn run(
         first_index: 0,
         prompts: Some(prompts.to_vec()),
         prompt_texts: None,
+        trace: false,
     };
     let (seqs, reply) = generate(den, &request).unwrap_or_else(|e| panic!("{sampler}: {e}"));
     (seqs, reply.batch_nfe)
@@ -515,6 +517,7 @@ fn fast_dllm_cached_completions_through_the_text_model() {
                     })
                     .collect(),
             ),
+            trace: false,
         };
         let want: Vec<&str> = pair.iter().map(|c| c.completion.as_str()).collect();
         for case in pair {

@@ -149,6 +149,7 @@ fn generate(
                 })
                 .collect(),
         ),
+        trace: false,
     };
     let (_, reply) = model.generate(&request).unwrap();
     let texts = reply.texts.unwrap();

@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use dlm_hf::Architecture;
+use dlm_hf::{Architecture, Checkpoint};
 
 /// Largest |ours − reference| the tests accept, in f32.
 const TOLERANCE: f32 = 1e-4;
@@ -29,6 +29,26 @@ fn compare(name: &str, architecture: Architecture) {
         "{name}: logits differ from the reference by up to {diff}"
     );
     assert!(scale > 1.0, "the reference logits are not trivial");
+    // On another device (DLM_HF_TEST_DEVICE: wgpu, tch), also against flex's logits, the
+    // figure docs/user-guide.md quotes per backend.
+    if device_name() != "flex" {
+        let on_flex = Checkpoint::open(
+            &fixture(name),
+            &burn::tensor::Device::flex(),
+            "flex",
+            burn::tensor::DType::F32,
+            None,
+        )
+        .unwrap();
+        let net = &on_flex.denoiser.net;
+        let ids = net
+            .ids_tensor(&reference.flat_ids(), batch, length)
+            .unwrap();
+        let flex = to_host(net.forward(ids));
+        let gap = max_abs_diff(&ours, &flex);
+        eprintln!("{name}: max |{} − flex| = {gap:.3e}", device_name());
+        assert!(gap <= TOLERANCE, "{name}: {gap} from flex's logits");
+    }
 }
 
 #[test]

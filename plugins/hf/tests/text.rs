@@ -67,6 +67,7 @@ fn request(sampler: &str, steps: usize, params: serde_json::Value) -> GenerateRe
                 })
                 .collect(),
         ),
+        trace: false,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The key/value cache as LLaDA's remasking loop drives it (Fast-dLLM's prefix and dual
 //! caches): the `cache` and `refresh` parameters of the samplers that run [`super::remask`]
-//! (`low_confidence`, `random`, `threshold`, `factor`, `eb`), and which network call each step
-//! makes. The model's side is [`crate::kv_cache`].
+//! (`low_confidence`, `random`, `threshold`, `factor`, `eb`; also `dream_cache`, Fast-dLLM's
+//! Dream loop), and which network call each step makes. The model's side is [`crate::kv_cache`].
 //!
 //! * `cache: none` (the default) — every step is a full forward pass.
 //! * `cache: prefix` — a step that does not fill the cache runs a window from the current

@@ -160,23 +160,23 @@ impl DenoiserSampler for Dream {
 
 /// `sample_tokens`'s shaping, in its order (temperature, top-p, top-k).
 #[derive(Debug, Clone, Copy)]
-struct Shaping {
-    temperature: f64,
-    top_p: Option<f64>,
-    top_k: Option<usize>,
+pub(super) struct Shaping {
+    pub temperature: f64,
+    pub top_p: Option<f64>,
+    pub top_k: Option<usize>,
 }
 
-/// One sample's commit rule at one step.
-struct Rule {
-    alg: DreamAlg,
-    alg_temp: f64,
-    shaping: Shaping,
+/// One sample's commit rule at one step (also `dream_cache`'s fixed quota).
+pub(super) struct Rule {
+    pub alg: DreamAlg,
+    pub alg_temp: f64,
+    pub shaping: Shaping,
 }
 
 impl Rule {
     /// The `(index among the n masked positions, token)` pairs to commit, from the positions'
     /// log-weights (`n × vocab`, any per-row offset).
-    fn step(
+    pub(super) fn step(
         &self,
         log_weights: &[f64],
         vocab: usize,
@@ -225,7 +225,7 @@ impl Rule {
     }
 
     /// `x0`: the argmax (first on ties) at temperature 0, else a draw from `q`.
-    fn draw(&self, q: &[f64], rng: &mut ChaCha8Rng) -> Result<u32> {
+    pub(super) fn draw(&self, q: &[f64], rng: &mut ChaCha8Rng) -> Result<u32> {
         if self.shaping.temperature == 0.0 {
             Ok(argmax(q) as u32)
         } else {
@@ -237,7 +237,7 @@ impl Rule {
 /// The distribution `sample_tokens` takes `x0` and the confidence from: `logits / temperature`
 /// (temperature > 0), then top-p (the sorted tokens whose preceding mass is ≤ `top_p`; the
 /// first always), then top-k (the tokens at least as likely as the k-th), then the softmax.
-fn shaped(log_weights: &[f64], shaping: &Shaping) -> Vec<f64> {
+pub(super) fn shaped(log_weights: &[f64], shaping: &Shaping) -> Vec<f64> {
     let scale = if shaping.temperature > 0.0 {
         1.0 / shaping.temperature
     } else {
@@ -304,7 +304,7 @@ fn top_two_gap(q: &[f64]) -> f64 {
 }
 
 /// The `count` highest confidences, ties to the earlier position.
-fn most_confident(confidence: &[f64], count: usize) -> Vec<usize> {
+pub(super) fn most_confident(confidence: &[f64], count: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..confidence.len()).collect();
     order.sort_by(|&a, &b| confidence[b].total_cmp(&confidence[a]).then(a.cmp(&b)));
     order.truncate(count);

@@ -3,8 +3,8 @@
 
 use super::run::{generate_with, HostNet};
 use super::{
-    Ddpm, DenoiserSampler, Dream, Eb, Factor, LeftToRight, LowConfidence, Random, Remdm, Threshold,
-    ThresholdEdit,
+    Ddpm, DenoiserSampler, Dream, DreamCache, Eb, Factor, LeftToRight, LowConfidence, Random,
+    Remdm, Threshold, ThresholdEdit,
 };
 use crate::{ComponentInfo, Denoiser, GenerateReply, GenerateRequest, Model, Result, SamplerInfo};
 
@@ -19,6 +19,7 @@ pub static BUILT_IN: &[&dyn DenoiserSampler] = &[
     &Eb,
     &LeftToRight,
     &Dream,
+    &DreamCache,
     &Remdm,
     &ThresholdEdit,
 ];

@@ -13,7 +13,7 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// The device the tests run on: `flex`, or the one `DLM_HF_TEST_DEVICE` names (`.ci/run`:
-/// `wgpu` on lavapipe, with `--features wgpu`).
+/// `wgpu` on lavapipe, with `--features wgpu`; tools/tch/test.sh: `tch`, with `--features tch`).
 pub fn device_name() -> String {
     std::env::var("DLM_HF_TEST_DEVICE").unwrap_or_else(|_| "flex".into())
 }
