@@ -67,6 +67,20 @@ impl Model for WithSettings {
     fn prompt_ids(&mut self) -> Result<Option<Vec<String>>> {
         self.model.prompt_ids()
     }
+    fn loglikelihood(
+        &mut self,
+        request: &crate::LoglikelihoodRequest,
+        rows: &[(Vec<u32>, Vec<u32>)],
+    ) -> Result<crate::LoglikelihoodReply> {
+        let mut reply = self.model.loglikelihood(request, rows)?;
+        let mut settings = match reply.settings.take() {
+            Some(Value::Object(parts)) => parts,
+            _ => serde_json::Map::new(),
+        };
+        settings.insert("model".into(), self.settings.clone());
+        reply.settings = Some(Value::Object(settings));
+        Ok(reply)
+    }
 }
 
 #[cfg(test)]

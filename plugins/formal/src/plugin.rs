@@ -538,6 +538,19 @@ impl Task for LanguageTask {
             .map_err(|e| PluginError::bad_data(e.to_string()))?;
         Ok(scores.into_iter().map(to_sample_score).collect())
     }
+
+    /// Exact `ln q(continuation | context)` of each row (`language/continuation.rs`).
+    fn loglikelihood(&mut self, rows: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<f64>> {
+        rows.iter()
+            .enumerate()
+            .map(|(i, (context, continuation))| {
+                self.built
+                    .language
+                    .log_prob_continuation(context, continuation)
+                    .map_err(|e| PluginError::bad_data(format!("row {i}: {e}")))
+            })
+            .collect()
+    }
 }
 
 /// The exact oracle denoiser: the conditional marginal of every masked position given all
@@ -669,6 +682,7 @@ impl Plugin for FormalPlugin {
                 "n-gram language (config: order, variant ter|ser, seed, vocab, temperature, threshold)",
             )
             .with_capability("exact_log_prob")
+            .with_capability("exact_loglikelihood")
             .with_capability("exact_entropy")
             .with_config_of::<LanguageConfig>(&[]),
             ComponentInfo::new(
@@ -676,18 +690,21 @@ impl Plugin for FormalPlugin {
                 "hidden Markov language (config: states, variant ter|ser|sparse, seed, vocab, temperature, threshold, max_successors, emission_threshold)",
             )
             .with_capability("exact_log_prob")
+            .with_capability("exact_loglikelihood")
             .with_config_of::<LanguageConfig>(&[]),
             ComponentInfo::new(
                 "file",
                 "n-gram or HMM tables from a YAML/JSON file (config: path, variant ser|ter, smoothing)",
             )
             .with_capability("exact_log_prob")
+            .with_capability("exact_loglikelihood")
             .with_config_of::<FileConfig>(&["path"]),
             ComponentInfo::new(
                 "interval",
                 "interval language of Theorem 4.4: first and last token of every interval agree in parity (config: interval, vocab, modulus)",
             )
             .with_capability("exact_log_prob")
+            .with_capability("exact_loglikelihood")
             .with_capability("exact_entropy")
             .with_config_of::<IntervalConfig>(&[]),
         ]
@@ -700,6 +717,8 @@ impl Plugin for FormalPlugin {
             false,
         );
         oracle.capabilities.push("oracle".into());
+        // Its ELBO (`DenoiserModel`'s answer) has the exact log-likelihood as its expectation.
+        oracle.capabilities.push("loglikelihood".into());
         vec![oracle]
     }
 

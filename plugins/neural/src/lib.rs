@@ -44,6 +44,8 @@ mod kv_cache_tests;
 #[cfg(test)]
 mod kv_window_tests;
 #[cfg(test)]
+mod likelihood_tests;
+#[cfg(test)]
 mod plugin_tests;
 #[cfg(test)]
 mod tests;

@@ -633,6 +633,9 @@ impl Plugin for NeuralPlugin {
                 false,
             )
             .with_capability("train")
+            // Its Monte-Carlo ELBO (the SDK's estimator; rows padded with masks to the task's
+            // length), on a task's own vocabulary and without `block_size`.
+            .with_capability("loglikelihood")
             .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"])
             .with_length_override("generation_length"),
             ComponentInfo::new(
@@ -642,6 +645,8 @@ impl Plugin for NeuralPlugin {
             )
             .with_capability("autoregressive")
             .with_capability("train")
+            // Exact: the chain rule over its next-token distributions.
+            .with_capability("loglikelihood")
             .with_sampler(dlm_sdk::sampler::info("ar"))
             .with_config_of::<OpenConfig>(&["checkpoint", "tokenizer"])
             .with_length_override("generation_length"),

@@ -6,7 +6,7 @@
 use super::draw::{Drawn, RowError, Shaping};
 use super::run::Canvas;
 use super::{Param, Params, Sampler, Steps, Want};
-use crate::{GenerateReply, GenerateRequest, PluginError, Result, SampleStats};
+use crate::{GenerateReply, GenerateRequest, PluginError, Result, SampleStats, SampleTrace};
 use rand::Rng;
 use std::time::Instant;
 
@@ -62,6 +62,13 @@ pub struct AutoregressiveModel<A: Autoregressive> {
 impl<A: Autoregressive> crate::Model for AutoregressiveModel<A> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         generate_ar(&mut self.model, request)
+    }
+    fn loglikelihood(
+        &mut self,
+        _request: &crate::LoglikelihoodRequest,
+        rows: &[(Vec<u32>, Vec<u32>)],
+    ) -> Result<crate::LoglikelihoodReply> {
+        answer_autoregressive(&mut self.model, rows)
     }
     fn generate_left_padded(
         &mut self,
@@ -151,6 +158,13 @@ pub(crate) fn causal_left_padded(
         stats.positions_computed = stats
             .positions_computed
             .map(|p| p.min((length - pad) as u64));
+        if let Some(trace) = &mut stats.trace {
+            // Laid out as the row's tokens: behind its padding, the steps past `kept` cut.
+            let mut steps = vec![0; pad];
+            steps.extend_from_slice(&trace.commit_steps[..length - pad]);
+            trace.commit_steps = steps;
+            trace.steps = stats.nfe;
+        }
     }
     Ok((rows, reply))
 }
@@ -252,6 +266,9 @@ pub(crate) fn generate_ar_with<N: NextNet>(
     model.begin(batch, length)?;
     let mut nfe = vec![0u64; batch];
     let mut batch_nfe = 0;
+    // Under trace: each position's step (its sample's draw count); no predictions, since an
+    // autoregressive model predicts nothing at positions it has not reached.
+    let mut commit_steps = request.trace.then(|| vec![0u64; batch * length]);
     for j in 0..length {
         let appended: Option<Vec<u32>> = (j > 0).then(|| {
             (0..batch)
@@ -277,6 +294,9 @@ pub(crate) fn generate_ar_with<N: NextNet>(
         for (&b, &token) in rows.iter().zip(&drawn.tokens) {
             canvas.tokens[b * length + j] = token;
             nfe[b] += 1;
+            if let Some(steps) = &mut commit_steps {
+                steps[b * length + j] = nfe[b];
+            }
         }
     }
     model.synchronize();
@@ -290,6 +310,9 @@ pub(crate) fn generate_ar_with<N: NextNet>(
             // sample's sequence costs `length` positions, as it would in one prefill pass.
             positions_computed: Some(length as u64),
             edits: None,
+            trace: commit_steps.as_ref().map(|steps| {
+                SampleTrace::new(nfe[b], steps[b * length..(b + 1) * length].to_vec())
+            }),
         })
         .collect();
     Ok((
@@ -306,4 +329,63 @@ pub(crate) fn generate_ar_with<N: NextNet>(
             settings: Some(super::params::settings(&Ar, &params, spec)),
         },
     ))
+}
+
+/// Exact `log p(continuation | context)` of each row under an autoregressive model (the chain
+/// rule; rows of one total length share a batch).
+pub fn exact_autoregressive<A: Autoregressive + ?Sized>(
+    model: &mut A,
+    rows: &[(Vec<u32>, Vec<u32>)],
+) -> Result<Vec<f64>> {
+    let v = model.vocab_size();
+    let mut out = vec![0.0; rows.len()];
+    let mut by_length: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (i, (c, k)) in rows.iter().enumerate() {
+        by_length.entry(c.len() + k.len()).or_default().push(i);
+    }
+    for (&n, members) in &by_length {
+        let batch = members.len();
+        model.begin(batch, n)?;
+        let mut probs = vec![0.0; batch * v];
+        let mut appended = vec![0u32; batch];
+        for pos in 0..n {
+            let fed = (pos > 0).then_some(appended.as_slice());
+            model.next(fed, &mut probs)?;
+            for (b, &i) in members.iter().enumerate() {
+                let (c, k) = &rows[i];
+                let token = if pos < c.len() {
+                    c[pos]
+                } else {
+                    k[pos - c.len()]
+                };
+                if pos >= c.len() {
+                    out[i] +=
+                        crate::likelihood::log_prob_of(&probs[b * v..(b + 1) * v], token as usize)
+                            .map_err(|e| e.context(format!("row {i}, position {pos}")))?;
+                }
+                appended[b] = token;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Answer a `model.loglikelihood` request exactly with an autoregressive model.
+pub fn answer_autoregressive<A: Autoregressive + ?Sized>(
+    model: &mut A,
+    rows: &[(Vec<u32>, Vec<u32>)],
+) -> Result<crate::LoglikelihoodReply> {
+    let started = Instant::now();
+    let values = exact_autoregressive(model, rows)?;
+    model.synchronize();
+    let mut reply = crate::LoglikelihoodReply::new(
+        values
+            .into_iter()
+            .map(crate::LoglikelihoodRow::exact)
+            .collect(),
+        "exact",
+    );
+    reply.nfe = rows.iter().map(|(c, k)| (c.len() + k.len()) as u64).sum();
+    reply.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(reply)
 }

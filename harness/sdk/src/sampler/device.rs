@@ -30,6 +30,8 @@ use crate::{Denoiser, GenerateReply, GenerateRequest, Model, PluginError, Result
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 mod host_rows;
+mod likelihood;
+pub use likelihood::{answer_tensor_autoregressive, answer_tensor_with_elbo};
 
 /// A denoising network whose output stays on its device: the device-path counterpart of
 /// [`Denoiser`]. Wrap it in [`TensorDenoiserModel`] to get every sampler of
@@ -105,6 +107,13 @@ impl<D: TensorDenoiser> Model for TensorDenoiserModel<D> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         generate(&mut self.denoiser, request)
     }
+    fn loglikelihood(
+        &mut self,
+        request: &crate::LoglikelihoodRequest,
+        rows: &[(Vec<u32>, Vec<u32>)],
+    ) -> Result<crate::LoglikelihoodReply> {
+        answer_tensor_with_elbo(&mut self.denoiser, request, rows)
+    }
     /// The padding is part of each prompt, so no sampler masks, draws or counts it; the
     /// network hides it ([`TensorDenoiser::set_left_padding`]) for this call only.
     fn generate_left_padded(
@@ -143,6 +152,13 @@ impl<A: TensorAutoregressive> Model for TensorAutoregressiveModel<A> {
         left_padding: &[usize],
     ) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         super::ar::causal_left_padded(request, left_padding, |r| generate_ar(&mut self.model, r))
+    }
+    fn loglikelihood(
+        &mut self,
+        _request: &crate::LoglikelihoodRequest,
+        rows: &[(Vec<u32>, Vec<u32>)],
+    ) -> Result<crate::LoglikelihoodReply> {
+        answer_tensor_autoregressive(&mut self.model, rows)
     }
 }
 

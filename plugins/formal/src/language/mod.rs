@@ -212,6 +212,7 @@
 //! The n-gram engine is a sparse finite-state chain over windows (`V^(n-1)` states, `V`
 //! successors each, `V^n` work per step); the HMM engine is dense (`H²` per step).
 
+mod continuation;
 mod exact;
 mod hmm;
 mod interval;

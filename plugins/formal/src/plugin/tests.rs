@@ -38,6 +38,7 @@ fn request(sampler: &str, steps: usize, batch: usize, length: usize, seed: u64) 
         first_index: 0,
         prompts: None,
         prompt_texts: None,
+        trace: false,
     }
 }
 
