@@ -40,8 +40,9 @@ impl DenoiserSampler for LeftToRight {
             let uniforms: Vec<f64> = needs.iter().map(|&b| run.rng(b).random::<f64>()).collect();
             let drawn = run.draw(&rows, &uniforms)?;
             for (&row, &token) in rows.iter().zip(&drawn.tokens) {
-                run.commit(row, token);
+                // Counted before the commit, as every sampler does (a trace's commit step).
                 run.count_call(row / length);
+                run.commit(row, token);
             }
         }
         Ok(())

@@ -3,6 +3,7 @@
 
 use super::cache::{CachePlan, Call};
 use super::draw::{Drawn, RowError, Shaping};
+use super::trace::Tracer;
 use super::{blocks, sample_rng, split_steps, DenoiserSampler, Params, Registry, Steps, Want};
 use crate::kv_cache::DenoiserKvCache;
 use crate::{Denoiser, GenerateReply, GenerateRequest, PluginError, Result, SampleStats};
@@ -231,6 +232,8 @@ pub struct Run<'a> {
     /// Positions a sampler has committed at least once (edits are commits beyond the first).
     committed: Vec<bool>,
     sample_edits: Vec<u64>,
+    /// The batch's trajectories, when the request asks for them (`trace.rs`).
+    tracer: Option<Tracer>,
 }
 
 impl Run<'_> {
@@ -332,6 +335,9 @@ impl Run<'_> {
     /// the call's width (the length less the sample's hidden left padding, so that the count is
     /// the sample's alone; or a window's width, which lies past the prompt).
     pub fn count_call(&mut self, b: usize) {
+        if self.tracer.is_some() {
+            self.trace_call(b);
+        }
         self.sample_nfe[b] += 1;
         let padding = match self.output_window {
             None => self.left_padding.get(b).copied().unwrap_or(0),
@@ -417,6 +423,9 @@ impl Run<'_> {
         let mut merged = Drawn::default();
         for t in distinct {
             self.forward(t)?;
+            if self.tracer.is_some() {
+                self.trace_pin(|b| times[b] == Some(t));
+            }
             let picked: Vec<usize> = (0..rows.len())
                 .filter(|&i| times[rows[i] / length] == Some(t))
                 .collect();
@@ -433,6 +442,9 @@ impl Run<'_> {
     /// Commit `token` at row `row` (`b · length + j`). Committing at a position committed
     /// before (after [`Run::remask`], or over its token: an edit) counts one edit for the sample.
     pub fn commit(&mut self, row: usize, token: u32) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.commit(row, self.sample_nfe[row / self.canvas.length]);
+        }
         if self.committed[row] {
             self.sample_edits[row / self.canvas.length] += 1;
         }
@@ -454,6 +466,84 @@ impl Run<'_> {
     /// The length of sample `b`'s prompt (its positions before it are fixed).
     pub fn prompt_len(&self, b: usize) -> usize {
         self.canvas.prompt_len[b]
+    }
+    /// Under trace, sample `b` is about to count the last call: record its prediction after
+    /// its previous step, then take this call's argmax as its predicted tokens (`trace.rs`).
+    fn trace_call(&mut self, b: usize) {
+        let (length, step, call) = (self.canvas.length, self.sample_nfe[b], self.batch_nfe);
+        let Some(tracer) = &mut self.tracer else {
+            return;
+        };
+        if step > 0 {
+            tracer.record(b, step, &self.canvas.tokens[b * length..(b + 1) * length]);
+        }
+        if !tracer.has_argmax_of(call) {
+            let rows = self.masked_rows_in_output(|_| true);
+            let drawn = self.trace_argmax(&rows);
+            if let Some(tracer) = &mut self.tracer {
+                tracer.set_argmax(call, &rows, &drawn);
+            }
+        }
+        if let Some(tracer) = &mut self.tracer {
+            tracer.take_argmax(b);
+        }
+    }
+    /// Under trace, after a call at the time of the samples `at_time` selects: pin their argmax
+    /// of this call for their next counted call.
+    fn trace_pin(&mut self, at_time: impl Fn(usize) -> bool) {
+        let rows = self.masked_rows_in_output(at_time);
+        let drawn = self.trace_argmax(&rows);
+        let length = self.canvas.length;
+        if let Some(tracer) = &mut self.tracer {
+            for b in (0..self.canvas.batch).filter(|&b| rows.iter().any(|&r| r / length == b)) {
+                let (mine, tokens): (Vec<usize>, Vec<u32>) = rows
+                    .iter()
+                    .zip(&drawn.tokens)
+                    .filter(|(&r, _)| r / length == b)
+                    .map(|(&r, &t)| (r, t))
+                    .unzip();
+                let drawn = Drawn {
+                    tokens,
+                    ..Drawn::default()
+                };
+                tracer.pin(b, &mine, &drawn);
+            }
+        }
+    }
+    /// The masked canvas rows of the samples `wanted` selects that the last call's output holds.
+    fn masked_rows_in_output(&self, wanted: impl Fn(usize) -> bool) -> Vec<usize> {
+        let c = &self.canvas;
+        let columns = self.output_window.clone().unwrap_or(0..c.length);
+        (0..c.batch)
+            .filter(|&b| wanted(b))
+            .flat_map(|b| columns.clone().map(move |j| b * c.length + j))
+            .filter(|&row| c.tokens[row] == c.mask)
+            .collect()
+    }
+    /// The argmax of the last call's output at canvas rows `rows` (a temperature-0 draw); an
+    /// invalid distribution is kept as the trace's error and gives no tokens.
+    fn trace_argmax(&mut self, rows: &[usize]) -> Drawn {
+        let Ok(output_rows) = self.output_rows(rows).map(|r| r.into_owned()) else {
+            return Drawn::default(); // rows come from the output, so this cannot happen
+        };
+        let argmax = Shaping {
+            temperature: 0.0,
+            top_k: None,
+            top_p: None,
+        };
+        let uniforms = vec![0.0; rows.len()];
+        match self
+            .net
+            .draw(&output_rows, &uniforms, &argmax, Want::default())
+        {
+            Ok(drawn) => drawn,
+            Err(error) => {
+                if let Some(tracer) = &mut self.tracer {
+                    tracer.fail(rows, error);
+                }
+                Drawn::default()
+            }
+        }
     }
 }
 
@@ -490,6 +580,7 @@ pub(crate) fn generate_with(
     )?;
     check_steps_and_schedule(sampler, request, registry)?;
     let rngs = canvas.streams(request);
+    let mask = canvas.mask;
     let left_padding = net.left_padding().to_vec();
     let start = Instant::now();
     let mut run = Run {
@@ -511,10 +602,12 @@ pub(crate) fn generate_with(
         left_padding,
         committed: vec![false; batch * length],
         sample_edits: vec![0; batch],
+        tracer: request.trace.then(|| Tracer::new(batch, length, mask)),
     };
     sampler.run(&mut run, &params)?;
     run.net.synchronize();
     let wall_seconds = start.elapsed().as_secs_f64();
+    let mut traces = finish_trace(&mut run)?.map(Vec::into_iter);
     let canvas = &run.canvas;
     if canvas.tokens.contains(&canvas.mask) {
         return Err(PluginError::internal(format!(
@@ -530,6 +623,7 @@ pub(crate) fn generate_with(
     }
     let samples = (0..batch)
         .map(|b| SampleStats {
+            trace: traces.as_mut().and_then(Iterator::next),
             nfe: run.sample_nfe[b],
             generated_tokens: (length - canvas.prompt_len[b]) as u64,
             positions_computed: Some(run.sample_positions[b]),
@@ -552,6 +646,22 @@ pub(crate) fn generate_with(
             settings: Some(super::params::settings(sampler, &params, spec)),
         },
     ))
+}
+
+/// The batch's trajectories, when traced: each sample's prediction after its last step (its
+/// output) recorded, or the first error met while tracing.
+fn finish_trace(run: &mut Run<'_>) -> Result<Option<Vec<crate::SampleTrace>>> {
+    let Some(mut tracer) = run.tracer.take() else {
+        return Ok(None);
+    };
+    if let Some(error) = tracer.error.take() {
+        return Err(error);
+    }
+    let length = run.canvas.length;
+    for (b, row) in run.canvas.tokens.chunks(length).enumerate() {
+        tracer.record(b, run.sample_nfe[b], row);
+    }
+    Ok(Some(tracer.finish(&run.sample_nfe)))
 }
 
 /// A cache asked of `net`: refused for a model without one and for a time-conditioned one.
