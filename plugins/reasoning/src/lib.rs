@@ -18,6 +18,10 @@
 //! * [`data`] — the pinned GSM8K `test.jsonl` / `train.jsonl`, sha256-checked.
 //! * [`synthetic`] — procedurally generated arithmetic chains in GSM8K's format, with a fixed
 //!   character vocabulary, for training small models.
+//! * [`scoring`] — the metrics both tasks declare and a completion's score under them.
+//! * [`template`] — prompt templates: `gsm8k` and `arith` can write every problem in several
+//!   (`templates`), each sample naming its own, so the report compares samplers per template.
+//! * [`arith_task`] — the task `arith` itself (its config and built-in templates).
 //! * [`user_prompts`] — the task `prompts`: a user's own prompts from a JSONL file, scored by
 //!   completion length and, where a row gives a reference, exact match.
 //!
@@ -35,11 +39,14 @@
 
 pub mod answer;
 pub mod arith;
+pub mod arith_task;
 pub mod data;
 pub mod plugin;
 pub mod prompt;
+pub mod scoring;
 pub mod summary;
 pub mod synthetic;
+pub mod template;
 pub mod user_prompts;
 pub mod verify;
 

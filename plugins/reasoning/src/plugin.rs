@@ -32,6 +32,7 @@
 //! | `shots` | few-shot examples before the question, 0 to 8: `gsm8k` takes the first `shots` train problems, `gsm8k-cot` the first `shots` of its 8 fixed exemplars | `gsm8k`: 0, `gsm8k-cot`: 8 |
 //! | `limit` | use only the first `limit` problems | all |
 //! | `scoring` | how an extracted answer is compared with the gold one: `lm-eval`, `numeric` or `both` (see below) | `lm-eval` |
+//! | `templates` | write every problem in several templates: `gsm8k`, `gsm8k-cot`, `problem` (`Problem: {question}\nSolution:`) or inline texts with one `{question}`, each replacing `doc_to_text` in the examples and the question (see [`crate::template`]) | the format's own |
 //!
 //! `scoring: lm-eval` is lm-evaluation-harness's `exact_match` (strings equal after removing
 //! `,`, `$`, the reasoning up to `#### ` and one trailing `.`, lower-cased), what the tables in
@@ -56,27 +57,29 @@
 //! `{split}-{index}` (lm-eval's `doc_id`). The task has no vocabulary of its own: a model needs
 //! a tokenizer or replays generations made elsewhere.
 //!
-//! # `arith` (config: `steps`, `max_operand`, `ops`; see [`crate::synthetic`])
+//! # `arith` (config: `steps`, `max_operand`, `ops`, see [`crate::synthetic`]; `templates`, see [`crate::arith_task`])
 //!
 //! Procedural GSM8K-style chains, one problem per sample (prompt id `s{seed}-{index}`), in the
 //! character vocabulary [`crate::synthetic::VOCABULARY`] plus an end-of-text id, small enough
 //! for the harness to train a model on in minutes. Prompt: `{question}\n`; reference: the
 //! annotated solution ending in `#### n`.
 
-use crate::answer::{lm_eval_exact_match, lm_eval_target, Scoring};
+use crate::answer::Scoring;
+use crate::arith_task::{ArithTask, TEMPLATES_KEY};
 use crate::data::{self, Problem, Split};
 use crate::prompt::{PromptFormat, MAX_SHOTS};
-use crate::synthetic::{self, ArithConfig};
+pub(crate) use crate::scoring::{metrics, no_sequences};
+pub use crate::scoring::{score_completion, score_gsm8k_completion};
+use crate::synthetic::ArithConfig;
+use crate::template::{Template, Templates};
 use crate::user_prompts::{PromptsConfig, PromptsTask};
-use crate::verify::{Verification, Verifier};
+use crate::verify::Verifier;
 use dlm_sdk::{
-    Better, Completion, ComponentInfo, MetricDecl, MetricKind, Plugin, PluginError, Prompt,
-    PromptsRequest, Result, SampleReferenceRequest, SampleScore, Task, TaskDescription,
-    TextTaskInfo,
+    Completion, ComponentInfo, ConfigKey, Plugin, PluginError, Prompt, PromptsRequest, Result,
+    SampleReferenceRequest, SampleScore, Task, TaskDescription, TextTaskInfo,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The plugin: tasks `gsm8k`, `arith` and `prompts`.
@@ -99,11 +102,12 @@ impl Plugin for ReasoningPlugin {
             .with_config_of::<Gsm8kConfig>(&["data_dir"]),
             ComponentInfo::new(
                 "arith",
-                "procedural arithmetic chains in GSM8K's format, character vocabulary (config: steps, max_operand, ops)",
+                "procedural arithmetic chains in GSM8K's format, character vocabulary (config: steps, max_operand, ops, templates)",
             )
             .with_capability("text")
             .with_capability("vocabulary")
-            .with_config_of::<ArithConfig>(&[]),
+            .with_config_of::<ArithConfig>(&[])
+            .with_config_key(ConfigKey::new(TEMPLATES_KEY)),
             ComponentInfo::new(
                 "prompts",
                 "your own prompts from a JSONL file of {id, prompt, reference?} (config: path, stop, limit); completion length and exact match",
@@ -125,172 +129,6 @@ impl Plugin for ReasoningPlugin {
     }
 }
 
-/// The metrics a reasoning task declares under `scoring`; the accuracy labels name the mode.
-fn metrics(scoring: Scoring) -> Vec<MetricDecl> {
-    let rate =
-        |name: &str, label: &str, better| MetricDecl::new(name, label, MetricKind::Rate, better);
-    let mean =
-        |name: &str, label: &str, better| MetricDecl::new(name, label, MetricKind::Mean, better);
-    let mode = match scoring {
-        Scoring::LmEval | Scoring::Both => "lm-eval exact match",
-        Scoring::Numeric => "numeric",
-    };
-    // The headline: what the report's verdict judges against AR and its summary names.
-    let mut declared = vec![
-        rate(
-            "accuracy_strict",
-            &format!("accuracy (strict, {mode})"),
-            Better::Higher,
-        )
-        .with_headline(),
-        rate(
-            "accuracy_flexible",
-            &format!("accuracy (flexible, {mode})"),
-            Better::Higher,
-        )
-        .with_headline(),
-        mean("step_error_rate", "step error rate", Better::Lower).with_headline(),
-        mean(
-            "free_text_step_error_rate",
-            "step error rate (free text)",
-            Better::Lower,
-        ),
-        rate("trace_error", "trace error", Better::Lower),
-        mean("first_error_step", "first wrong step", Better::Neither),
-        mean("coverage", "step coverage", Better::Neither),
-    ];
-    if scoring == Scoring::Both {
-        declared.extend([
-            rate(
-                "accuracy_strict_numeric",
-                "accuracy (strict, numeric)",
-                Better::Higher,
-            ),
-            rate(
-                "accuracy_flexible_numeric",
-                "accuracy (flexible, numeric)",
-                Better::Higher,
-            ),
-        ]);
-    }
-    declared
-}
-
-/// Verify a completion against its gold answer, comparing answers as numbers
-/// ([`Scoring::Numeric`]): the score with every metric in `extra`.
-pub fn score_completion(verifier: &Verifier, completion: &str, gold: &str) -> SampleScore {
-    let v = verifier.verify(completion, Some(gold));
-    let numeric = Correct::numeric(&v);
-    scored(&v, gold, numeric, None)
-}
-
-/// Verify a completion to a GSM8K problem under `scoring`. The lm-eval target follows the
-/// verifier's strict rule: the whole `answer` field for `#### n` (`gsm8k`), its final answer
-/// for `The answer is n.` (`gsm8k-cot`), as lm-eval's two task files define it.
-pub fn score_gsm8k_completion(
-    verifier: &Verifier,
-    scoring: Scoring,
-    completion: &str,
-    problem: &Problem,
-) -> SampleScore {
-    let v = verifier.verify(completion, Some(&problem.gold));
-    let numeric = Correct::numeric(&v);
-    let target = lm_eval_target(verifier.strict, &problem.answer);
-    let lm_eval = Correct {
-        strict: lm_eval_exact_match(v.strict_answer.as_deref(), target),
-        flexible: lm_eval_exact_match(v.flexible_answer.as_deref(), target),
-    };
-    let gold = &problem.gold;
-    match scoring {
-        Scoring::LmEval => scored(&v, gold, lm_eval, None),
-        Scoring::Numeric => scored(&v, gold, numeric, None),
-        Scoring::Both => scored(&v, gold, lm_eval, Some(numeric)),
-    }
-}
-
-/// Whether the strict and the flexible answer are right under one comparison.
-#[derive(Debug, Clone, Copy)]
-struct Correct {
-    strict: bool,
-    flexible: bool,
-}
-
-impl Correct {
-    fn numeric(v: &Verification) -> Self {
-        Correct {
-            strict: v.strict_correct.unwrap_or(false),
-            flexible: v.flexible_correct.unwrap_or(false),
-        }
-    }
-}
-
-/// The score of a verified completion: `correct` under the usual names (it also decides the
-/// chain and the trace error), `also` under the `…_numeric` names.
-fn scored(v: &Verification, gold: &str, correct: Correct, also: Option<Correct>) -> SampleScore {
-    let Correct { strict, flexible } = correct;
-    let a = &v.annotation;
-    let ratio = |wrong: usize, checked: usize| -> Value {
-        if checked == 0 {
-            Value::Null
-        } else {
-            json!(wrong as f64 / checked as f64)
-        }
-    };
-    let chain_right = strict && a.wrong == 0;
-    let mut extra = BTreeMap::new();
-    // For the report's sample display: the extracted answers and the gold one.
-    extra.insert("gold".into(), json!(gold));
-    extra.insert("extracted_strict".into(), json!(v.strict_answer));
-    extra.insert("extracted_flexible".into(), json!(v.flexible_answer));
-    extra.insert("accuracy_strict".into(), json!(strict));
-    extra.insert("accuracy_flexible".into(), json!(flexible));
-    if let Some(n) = also {
-        extra.insert("accuracy_strict_numeric".into(), json!(n.strict));
-        extra.insert("accuracy_flexible_numeric".into(), json!(n.flexible));
-    }
-    extra.insert("step_error_rate".into(), ratio(a.wrong, a.checked));
-    extra.insert(
-        "free_text_step_error_rate".into(),
-        ratio(v.free_text.wrong, v.free_text.checked),
-    );
-    extra.insert(
-        "trace_error".into(),
-        if strict {
-            json!(a.wrong > 0)
-        } else {
-            Value::Null
-        },
-    );
-    extra.insert(
-        "first_error_step".into(),
-        a.first_wrong.map_or(Value::Null, |i| json!(i + 1)),
-    );
-    extra.insert(
-        "coverage".into(),
-        a.coverage().map_or(Value::Null, |c| json!(c)),
-    );
-    extra.insert("steps_checked".into(), json!(a.checked));
-    extra.insert("steps_wrong".into(), json!(a.wrong));
-    if let Some(i) = a.first_wrong {
-        let s = &a.steps[i];
-        extra.insert(
-            "first_wrong".into(),
-            json!(format!("line {}: {} = {}", s.line, s.left, s.right)),
-        );
-    }
-    let mut score = SampleScore::text(chain_right, extra);
-    score.invalid_transitions = a.wrong;
-    score
-}
-
-/// Text tasks have no reference token sampler: their training data are prompts with their
-/// reference completions (`task.prompts`).
-fn no_sequences() -> PluginError {
-    PluginError::unsupported(
-        "a text task has no token-sequence sampler: the harness asks it for prompts (`task.prompts`)",
-    )
-}
-
 // ---------------------------------------------------------------------------------------------
 // gsm8k
 
@@ -309,6 +147,8 @@ struct Gsm8kConfig {
     limit: Option<usize>,
     #[serde(default)]
     scoring: Option<String>,
+    #[serde(default)]
+    templates: Option<Vec<String>>,
 }
 
 fn default_split() -> String {
@@ -320,8 +160,10 @@ struct Gsm8kTask {
     split_name: String,
     problems: Vec<Problem>,
     format: PromptFormat,
-    /// The few-shot preamble (empty for zero-shot).
-    preamble: String,
+    /// The templates a question is written in (the format's `doc_to_text` by default).
+    templates: Templates,
+    /// The few-shot preamble in each template, in its order (empty for zero-shot).
+    preambles: Vec<String>,
     shots: usize,
     verifier: Verifier,
     scoring: Scoring,
@@ -334,7 +176,7 @@ impl Gsm8kTask {
         } else {
             serde_json::from_value(config).map_err(|e| {
                 PluginError::bad_config(format!(
-                    "gsm8k config: {e} (keys: split, data_dir, format, shots, limit, scoring)"
+                    "gsm8k config: {e} (keys: split, data_dir, format, shots, limit, scoring, templates)"
                 ))
             })?
         };
@@ -380,12 +222,22 @@ impl Gsm8kTask {
         } else {
             Vec::new()
         };
+        let templates = Templates::from_config(
+            config.templates.as_deref(),
+            &PromptFormat::builtin_templates(),
+            format.template(),
+            |_| Ok(()),
+        )
+        .map_err(|e| PluginError::bad_config(format!("gsm8k config: {e}")))?;
         Ok(Gsm8kTask {
             split,
             split_name: config.split,
             problems,
             format,
-            preamble: format.preamble(shots, &train),
+            preambles: (templates.list().iter())
+                .map(|t| format.preamble_in(t, shots, &train))
+                .collect(),
+            templates,
             shots,
             verifier: Verifier {
                 strict: format.strict_match(),
@@ -410,7 +262,10 @@ impl Gsm8kTask {
             p = p.with_dataset(Split::Train.relative_path(), Split::Train.sha256());
         }
         p = p
-            .with_filter(format!("cut before the first of {:?}", self.format.stop()))
+            .with_filter(format!(
+                "cut before the first of {:?}",
+                self.format.stop_in(&self.templates)
+            ))
             .with_filter(format!("strict-match: first match of `{strict}`"))
             .with_filter(format!(
                 "flexible-extract: last match of `{FLEXIBLE_PATTERN}`"
@@ -426,21 +281,42 @@ impl Gsm8kTask {
                  lm-eval's strings (set `scoring: lm-eval` or `both` for lm-eval's numbers)",
             );
         }
+        if self.templates.configured() {
+            for t in self.templates.list() {
+                p = p.with_prompt_template(&t.name, &t.text);
+            }
+        }
         p
     }
 
-    fn index_of(&self, id: &str) -> Result<usize> {
-        id.strip_prefix(&format!("{}-", self.split_name))
-            .and_then(|i| i.parse::<usize>().ok())
-            .filter(|&i| i < self.problems.len())
+    /// The problem and the template of a prompt id.
+    fn index_of(&self, id: &str) -> Result<(usize, &Template)> {
+        self.templates
+            .split_id(id)
+            .and_then(|(base, t)| {
+                let i = base.strip_prefix(&format!("{}-", self.split_name))?;
+                Some((i.parse::<usize>().ok()?, t))
+            })
+            .filter(|&(i, _)| i < self.problems.len())
             .ok_or_else(|| {
+                let suffix = if self.templates.configured() {
+                    "@<template>"
+                } else {
+                    ""
+                };
                 PluginError::bad_config(format!(
-                    "gsm8k: unknown prompt id `{id}` (expected `{}-0` … `{}-{}`)",
+                    "gsm8k: unknown prompt id `{id}` (expected `{}-0{suffix}` … `{}-{}{suffix}`)",
                     self.split_name,
                     self.split_name,
                     self.problems.len() - 1
                 ))
             })
+    }
+
+    /// The id of problem `i` in `template`.
+    fn prompt_id(&self, i: usize, template: &Template) -> String {
+        let base = format!("{}-{i}", self.split_name);
+        self.templates.prompt_id(&base, template)
     }
 }
 
@@ -473,11 +349,12 @@ impl Task for Gsm8kTask {
             d.metrics = metrics(self.scoring);
             d.provenance = Some(self.provenance());
             d.text = Some({
-                let mut text = TextTaskInfo::new(self.format.stop());
-                text.prompts = Some(self.problems.len());
+                let mut text = TextTaskInfo::new(self.format.stop_in(&self.templates));
+                text.prompts = Some(self.problems.len() * self.templates.list().len());
                 text.prompt_ids = Some(
                     (0..self.problems.len())
-                        .map(|i| format!("{}-{i}", self.split_name))
+                        .flat_map(|i| self.templates.list().iter().map(move |t| (i, t)))
+                        .map(|(i, t)| self.prompt_id(i, t))
                         .collect(),
                 );
                 text
@@ -496,17 +373,16 @@ impl Task for Gsm8kTask {
 
     fn prompts(&mut self, request: &PromptsRequest) -> Result<Vec<Prompt>> {
         let total = self.problems.len() as u64;
+        let templates = self.templates.list();
         Ok((0..request.n as u64)
             .map(|k| {
-                let i = ((request.first_index + k) % total) as usize;
+                let (problem, template) = self.templates.of_sample(request.first_index + k);
+                let i = (problem % total) as usize;
                 let p = &self.problems[i];
+                let t = templates.iter().position(|x| x == template).unwrap_or(0);
                 Prompt {
-                    id: format!("{}-{i}", self.split_name),
-                    text: format!(
-                        "{}{}",
-                        self.preamble,
-                        self.format.question_text(&p.question)
-                    ),
+                    id: self.prompt_id(i, template),
+                    text: format!("{}{}", self.preambles[t], template.render(&p.question)),
                     reference: Some(self.format.reference(p)),
                 }
             })
@@ -517,138 +393,17 @@ impl Task for Gsm8kTask {
         completions
             .iter()
             .map(|c| {
-                let i = self.index_of(&c.prompt_id)?;
-                Ok(score_gsm8k_completion(
+                let (i, template) = self.index_of(&c.prompt_id)?;
+                let score = score_gsm8k_completion(
                     &self.verifier,
                     self.scoring,
                     &c.text,
                     &self.problems[i],
-                ))
-            })
-            .collect()
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// arith
-
-struct ArithTask {
-    config: ArithConfig,
-    verifier: Verifier,
-}
-
-impl ArithTask {
-    fn open(config: Value) -> Result<Self> {
-        let config: ArithConfig = if config.is_null() {
-            ArithConfig::default()
-        } else {
-            serde_json::from_value(config).map_err(|e| {
-                PluginError::bad_config(format!(
-                    "arith config: {e} (keys: steps, max_operand, ops)"
-                ))
-            })?
-        };
-        config.validate().map_err(PluginError::bad_config)?;
-        Ok(ArithTask {
-            config,
-            verifier: Verifier::default(),
-        })
-    }
-
-    /// Tokens a prompt and its reference need, plus one end-of-text.
-    fn tokens_needed(&self) -> usize {
-        let (question, solution) = synthetic::max_chars(&self.config);
-        question + 1 + solution + 1
-    }
-
-    fn problem_of(&self, id: &str) -> Result<synthetic::SyntheticProblem> {
-        let parse = || -> Option<(u64, u64)> {
-            let (seed, index) = id.strip_prefix('s')?.split_once('-')?;
-            Some((seed.parse().ok()?, index.parse().ok()?))
-        };
-        let (seed, index) = parse().ok_or_else(|| {
-            PluginError::bad_config(format!(
-                "arith: unknown prompt id `{id}` (expected `s<seed>-<index>`)"
-            ))
-        })?;
-        Ok(synthetic::problem(&self.config, seed, index))
-    }
-}
-
-impl Task for ArithTask {
-    fn describe(&mut self, length: usize) -> Result<TaskDescription> {
-        let needed = self.tokens_needed();
-        if length < needed {
-            return Err(PluginError::bad_config(format!(
-                "arith with steps {}, max_operand {}: a prompt and its solution can take {needed} tokens with end-of-text; use a length of at least {needed} (got {length})",
-                self.config.steps, self.config.max_operand
-            )));
-        }
-        let vocabulary: Vec<String> = synthetic::VOCABULARY
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
-        let eos = vocabulary.len() as u32;
-        Ok({
-            let mut d = TaskDescription::new(
-                format!(
-                    "arith ({} steps, operands ≤ {}, ops {})",
-                    self.config.steps, self.config.max_operand, self.config.ops
-                ),
-                vocabulary.len() + 1,
-                length,
-            );
-            d.mask_id = eos + 1;
-            d.details = json!({
-                "task": "arith",
-                "steps": self.config.steps,
-                "max_operand": self.config.max_operand,
-                "ops": self.config.ops,
-                "tokens_needed": needed,
-            });
-            d.metrics = metrics(Scoring::Numeric);
-            d.text = Some({
-                let mut text = TextTaskInfo::new(Vec::new());
-                text.vocabulary = Some(vocabulary);
-                text.eos_id = Some(eos);
-                text
-            });
-            d
-        })
-    }
-
-    fn sample_reference(&mut self, _request: &SampleReferenceRequest) -> Result<Vec<Vec<u32>>> {
-        Err(no_sequences())
-    }
-
-    fn score(&mut self, _sequences: &[Vec<u32>]) -> Result<Vec<SampleScore>> {
-        Err(no_sequences())
-    }
-
-    fn prompts(&mut self, request: &PromptsRequest) -> Result<Vec<Prompt>> {
-        Ok((0..request.n as u64)
-            .map(|k| {
-                let index = request.first_index + k;
-                let p = synthetic::problem(&self.config, request.seed, index);
-                Prompt {
-                    id: format!("s{}-{index}", request.seed),
-                    text: format!("{}\n", p.question),
-                    reference: Some(p.solution),
-                }
-            })
-            .collect())
-    }
-
-    fn score_text(&mut self, completions: &[Completion]) -> Result<Vec<SampleScore>> {
-        completions
-            .iter()
-            .map(|c| {
-                let p = self.problem_of(&c.prompt_id)?;
-                Ok(score_completion(
-                    &self.verifier,
-                    &c.text,
-                    &p.answer.to_string(),
-                ))
+                );
+                Ok(match self.templates.recorded_name(template) {
+                    Some(name) => score.with_template(name),
+                    None => score,
+                })
             })
             .collect()
     }
@@ -663,37 +418,8 @@ mod export {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn arith() -> ArithTask {
-        ArithTask::open(json!({"steps": 2, "max_operand": 9})).unwrap()
-    }
-
-    #[test]
-    fn arith_reference_completions_score_as_right_chains() {
-        let mut task = arith();
-        let prompts = task
-            .prompts(&PromptsRequest {
-                first_index: 5,
-                n: 50,
-                seed: 3,
-            })
-            .unwrap();
-        let completions: Vec<Completion> = prompts
-            .iter()
-            .map(|p| Completion {
-                prompt_id: p.id.clone(),
-                text: p.reference.clone().unwrap(),
-            })
-            .collect();
-        let scores = task.score_text(&completions).unwrap();
-        assert_eq!(scores.len(), 50);
-        for s in &scores {
-            assert!(s.in_support, "{s:?}");
-            assert_eq!(s.extra["accuracy_strict"], json!(true));
-            assert_eq!(s.extra["step_error_rate"], json!(0.0));
-            assert_eq!(s.extra["trace_error"], json!(false));
-        }
-    }
+    use crate::verify::Verifier;
+    use std::collections::BTreeMap;
 
     #[test]
     fn planted_errors_are_counted_as_planted() {
@@ -726,24 +452,6 @@ mod tests {
     }
 
     #[test]
-    fn arith_refuses_lengths_too_short_and_unknown_ids() {
-        let mut task = arith();
-        let e = task.describe(10).unwrap_err().message;
-        assert!(e.contains("at least"), "{e}");
-        let d = task.describe(task.tokens_needed()).unwrap();
-        let text = d.text.unwrap();
-        assert_eq!(d.vocab_size, text.vocabulary.unwrap().len() + 1);
-        let e = task
-            .score_text(&[Completion {
-                prompt_id: "nope".into(),
-                text: String::new(),
-            }])
-            .unwrap_err()
-            .message;
-        assert!(e.contains("unknown prompt id"), "{e}");
-    }
-
-    #[test]
     fn the_description_states_the_scoring_mode() {
         let declared = |config: Value| {
             let d = Gsm8kTask::open(config).unwrap().describe(512).unwrap();
@@ -771,6 +479,82 @@ mod tests {
             labels["accuracy_strict_numeric"],
             "accuracy (strict, numeric)"
         );
+    }
+
+    /// With `templates`, sample `i` is problem `i / T` in template `i mod T`; the few-shot
+    /// examples are written in the sample's own template, the stop strings gain each
+    /// template's lead, and gold references score right under every template.
+    #[test]
+    fn gsm8k_templates_write_each_problem_in_each() {
+        let config = json!({"limit": 2, "shots": 1, "templates": ["gsm8k", "problem"]});
+        let mut task = Gsm8kTask::open(config).unwrap();
+        let d = task.describe(512).unwrap();
+        let text = d.text.unwrap();
+        assert_eq!(text.stop, ["Question:", "</s>", "<|im_end|>", "Problem:"]);
+        assert_eq!(text.prompts, Some(4));
+        let ids = [
+            "test-0@gsm8k",
+            "test-0@problem",
+            "test-1@gsm8k",
+            "test-1@problem",
+        ];
+        assert_eq!(text.prompt_ids.unwrap(), ids);
+        let listed: Vec<String> = d
+            .provenance
+            .unwrap()
+            .templates
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(listed, ["gsm8k", "problem"]);
+        let request = PromptsRequest {
+            first_index: 0,
+            n: 5,
+            seed: 0,
+        };
+        let prompts = task.prompts(&request).unwrap();
+        let got: Vec<&str> = prompts.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(got, [ids[0], ids[1], ids[2], ids[3], ids[0]]);
+        let question = &task.problems[1].question;
+        let default = Gsm8kTask::open(json!({"limit": 2, "shots": 1})).unwrap();
+        assert_eq!(task.preambles[0], default.preambles[0]);
+        let problem_preamble = &task.preambles[1];
+        assert!(
+            problem_preamble.starts_with("Problem: ") && problem_preamble.contains("\nSolution: ")
+        );
+        assert!(!problem_preamble.contains("Question:"));
+        assert_eq!(
+            prompts[2].text,
+            format!("{}Question: {question}\nAnswer:", default.preambles[0])
+        );
+        assert_eq!(
+            prompts[3].text,
+            format!("{problem_preamble}Problem: {question}\nSolution:")
+        );
+        let completions: Vec<Completion> = prompts
+            .iter()
+            .map(|p| Completion {
+                prompt_id: p.id.clone(),
+                text: p.reference.clone().unwrap(),
+            })
+            .collect();
+        let scores = task.score_text(&completions).unwrap();
+        let names: Vec<&str> = scores
+            .iter()
+            .filter_map(|s| s.template.as_deref())
+            .collect();
+        assert_eq!(names, ["gsm8k", "problem", "gsm8k", "problem", "gsm8k"]);
+        assert!(scores
+            .iter()
+            .all(|s| s.extra["accuracy_strict"] == json!(true)));
+        let e = task
+            .score_text(&[Completion {
+                prompt_id: "test-0".into(),
+                text: String::new(),
+            }])
+            .unwrap_err()
+            .message;
+        assert!(e.contains("test-0@<template>"), "{e}");
     }
 
     #[test]

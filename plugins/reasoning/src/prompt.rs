@@ -18,6 +18,7 @@
 
 use crate::answer::StrictMatch;
 use crate::data::Problem;
+use crate::template::{Template, Templates, PLACEHOLDER};
 
 /// A GSM8K prompt format (config key `format`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,6 +122,38 @@ impl PromptFormat {
         self == PromptFormat::Gsm8k
     }
 
+    /// This format's `doc_to_text` as a template, named as the format.
+    pub fn template(self) -> Template {
+        let text = self.question_text(PLACEHOLDER);
+        Template::new(self.name(), &text)
+    }
+
+    /// The built-in templates of `gsm8k` (config `templates`): the `doc_to_text` of both
+    /// formats (`gsm8k`, `gsm8k-cot`) and `problem` (`Problem: {question}\nSolution:`).
+    pub fn builtin_templates() -> Vec<Template> {
+        vec![
+            PromptFormat::Gsm8k.template(),
+            PromptFormat::Gsm8kCot.template(),
+            Template::new("problem", "Problem: {question}\nSolution:"),
+        ]
+    }
+
+    /// The stop strings of prompts written in `templates`: the format's, then the text each
+    /// template puts before a question, trimmed (a model going on to a next problem writes
+    /// it), each once. The format's own alone where the config chose no templates.
+    pub fn stop_in(self, templates: &Templates) -> Vec<String> {
+        let mut stop = self.stop();
+        if templates.configured() {
+            for t in templates.list() {
+                let lead = t.lead().trim();
+                if !lead.is_empty() && !stop.iter().any(|s| s == lead) {
+                    stop.push(lead.to_string());
+                }
+            }
+        }
+        stop
+    }
+
     /// The generation stop strings (lm-eval's `until`).
     pub fn stop(self) -> Vec<String> {
         let first = match self {
@@ -153,8 +186,14 @@ impl PromptFormat {
     /// (empty for zero-shot). `train` supplies the `gsm8k` examples and must hold at least
     /// `shots` problems then; `gsm8k-cot` ignores it. `shots` is at most [`MAX_SHOTS`].
     pub fn preamble(self, shots: usize, train: &[Problem]) -> String {
+        self.preamble_in(&self.template(), shots, train)
+    }
+
+    /// [`PromptFormat::preamble`] with every example's question written in `template` (in
+    /// place of this format's `doc_to_text`); the targets stay the format's.
+    pub fn preamble_in(self, template: &Template, shots: usize, train: &[Problem]) -> String {
         let example =
-            |question: &str, target: &str| format!("{} {target}\n\n", self.question_text(question));
+            |question: &str, target: &str| format!("{} {target}\n\n", template.render(question));
         match self {
             PromptFormat::Gsm8k => train[..shots]
                 .iter()
@@ -226,6 +265,38 @@ mod tests {
             "{e}"
         );
         assert_eq!(PromptFormat::default(), PromptFormat::Gsm8k);
+    }
+
+    #[test]
+    fn format_templates_write_what_the_formats_write() {
+        let train = [problem("q1?", "a1\n#### 1", "1")];
+        for format in [PromptFormat::Gsm8k, PromptFormat::Gsm8kCot] {
+            let t = format.template();
+            assert_eq!(t.name, format.name());
+            assert_eq!(t.render("x?"), format.question_text("x?"));
+            assert_eq!(
+                format.preamble_in(&t, 1, &train),
+                format.preamble(1, &train)
+            );
+        }
+        let problem_template = &PromptFormat::builtin_templates()[2];
+        assert_eq!(
+            PromptFormat::Gsm8k.preamble_in(problem_template, 1, &train),
+            "Problem: q1?\nSolution: a1\n#### 1\n\n"
+        );
+        let names = ["gsm8k-cot".to_string(), "problem".to_string()];
+        let builtins = PromptFormat::builtin_templates();
+        let default = PromptFormat::Gsm8k.template();
+        let chosen = Templates::from_config(Some(&names), &builtins, default.clone(), |_| Ok(()));
+        assert_eq!(
+            PromptFormat::Gsm8k.stop_in(&chosen.unwrap()),
+            ["Question:", "</s>", "<|im_end|>", "Q:", "Problem:"]
+        );
+        let single = Templates::single(default);
+        assert_eq!(
+            PromptFormat::Gsm8k.stop_in(&single),
+            PromptFormat::Gsm8k.stop()
+        );
     }
 
     #[test]
