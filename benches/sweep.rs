@@ -121,6 +121,8 @@ fn write_shards(dir: &Path, path: &Path, text: &str) -> Vec<PathBuf> {
                         generated_tokens: cell.length as u64,
                         positions_computed: None,
                         edits: None,
+                        template: None,
+                        trace: None,
                     })
                     .collect();
                 rows.push((samples, record));

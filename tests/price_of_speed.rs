@@ -132,6 +132,8 @@ fn write_run(dir: &Path, text: &str, shape: impl Fn(&CellSpec) -> Option<Shape>)
                     generated_tokens: cell.length as u64,
                     positions_computed: shape.positions,
                     edits: shape.edits,
+                    template: None,
+                    trace: None,
                 }
             })
             .collect();

@@ -207,6 +207,14 @@ pub struct SampleRecord {
     /// replaced by an edit); absent when the sampler does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edits: Option<u64>,
+    /// The prompt template the sample's prompt was written in (`SampleScore::template`);
+    /// absent where the task has one template and in runs before API 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// The sample's trajectory (suite `trace: true`, `crate::trace`); absent otherwise and in
+    /// runs before API 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceRecord>,
 }
 
 impl SampleRecord {
@@ -233,6 +241,8 @@ impl SampleRecord {
             generated_tokens,
             positions_computed: None,
             edits: None,
+            template: score.template,
+            trace: None,
         }
     }
 
@@ -240,6 +250,12 @@ impl SampleRecord {
     pub fn with_work(mut self, positions_computed: Option<u64>, edits: Option<u64>) -> Self {
         self.positions_computed = positions_computed;
         self.edits = edits;
+        self
+    }
+
+    /// The same record with its trajectory (`trace: true`).
+    pub fn with_trace(mut self, trace: Option<crate::trace::TraceRecord>) -> Self {
+        self.trace = trace;
         self
     }
 }

@@ -263,6 +263,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     let (ok, failed) = context.run_all(todo, jobs, &dir)?;
     progress.clear();
+    crate::likelihood::run(&dir, &suite, &cells, &libraries, &trained)?;
 
     session.finish();
     update_session(&dir, &session)?;
@@ -703,6 +704,7 @@ fn cell_results(
                         s.generated_tokens,
                     )
                     .with_work(s.positions_computed, s.edits)
+                    .with_trace(s.trace)
                 })
                 .collect()
         }

@@ -5,9 +5,11 @@
 
 mod aup_ci;
 mod bootstrap;
+mod paired;
 
 pub use aup_ci::{aup_ci, DocumentPoint};
 pub use bootstrap::{bootstrap_ci, Resample, BOOTSTRAP_RESAMPLES};
+pub use paired::{matched_wald_ci, PairedDifference};
 use serde::{Deserialize, Serialize};
 
 /// Linear-interpolation quantile of sorted, non-empty data (`q` in 0..=1).

@@ -98,6 +98,9 @@ pub struct CellSummary {
     /// of the task's documents were scored, from the cell's record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documents: Option<crate::suite::DocumentCount>,
+    /// Trajectories of a traced cell (suite `trace: true`, `crate::trace`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceSummary>,
 }
 
 /// A task-declared metric of one cell, with its declaration (so `summary.json` explains itself

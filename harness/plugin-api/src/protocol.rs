@@ -8,14 +8,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod closed_form;
 mod component;
 mod errors;
+mod likelihood;
 mod provenance;
 mod theorem;
+mod trace;
+pub use closed_form::*;
 pub use component::*;
 pub use errors::*;
+pub use likelihood::*;
 pub use provenance::*;
 pub use theorem::*;
+pub use trace::*;
 
 /// Names of the methods a component answers through `call`.
 pub mod method {
@@ -39,8 +45,13 @@ pub mod method {
     pub const MODEL_EVALUATE: &str = "model.evaluate";
     /// Model opened with `train` settings: `SaveRequest` → `SaveReply`; write the checkpoint.
     pub const MODEL_SAVE: &str = "model.save";
-    /// Model (capability `loglikelihood`): `TokenBatch` → `LoglikelihoodReply`.
+    /// Model (capability `loglikelihood`): `LoglikelihoodRequest` (rows in the token buffer)
+    /// → `LoglikelihoodReply`; exact for an autoregressive model, a Monte-Carlo ELBO for a
+    /// diffusion model. Since API 1.8.
     pub const MODEL_LOGLIKELIHOOD: &str = "model.loglikelihood";
+    /// Task (capability `exact_loglikelihood`): `LoglikelihoodRequest` (rows in the token
+    /// buffer) → `LoglikelihoodReply`; the ground truth's exact answer. Since API 1.8.
+    pub const TASK_LOGLIKELIHOOD: &str = "task.loglikelihood";
     /// Model: `{}` → `PromptIdsReply`; the prompt ids the model can answer, where it answers
     /// a fixed set (replayed generations), for a suite's `docs_from_replay: true`. Since API
     /// 1.5.
@@ -266,6 +277,11 @@ pub struct TaskDescription {
     /// reads as `None`). Since API 1.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<TaskProvenance>,
+    /// Closed-form values of the task's rate metrics under the exact denoiser, by sampler and
+    /// steps (parallel-decoding tasks); the report shows them as reference lines. Empty for
+    /// tasks that declare none (and older plugins). Since API 1.8.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub closed_forms: Vec<ClosedFormAccuracy>,
 }
 
 impl TaskDescription {
@@ -555,9 +571,20 @@ pub struct SampleScore {
     /// Task-specific metrics (text tasks: accuracy, step errors, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
+    /// The name of the prompt template the sample's prompt was written in, where the task
+    /// writes its prompts in several (a text task's `templates`); `None`: the task's one
+    /// template. The report compares samplers per template. Since API 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 impl SampleScore {
+    /// The same score, marked as written in the prompt template `name`. Since API 1.8.
+    pub fn with_template(mut self, name: impl Into<String>) -> Self {
+        self.template = Some(name.into());
+        self
+    }
+
     /// A sequence in the support, with `log q(x) = log_q`.
     pub fn valid(log_q: f64) -> Self {
         SampleScore {
@@ -646,6 +673,10 @@ pub struct GenerateRequest {
     /// [`GenerateReply::texts`]. Since API 1.2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_texts: Option<Vec<Prompt>>,
+    /// Record each sample's trajectory ([`SampleStats::trace`]): a suite's `trace: true`.
+    /// Since API 1.8.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
 }
 
 /// Per-sample statistics from a model.
@@ -668,6 +699,10 @@ pub struct SampleStats {
     /// revisits a committed position. Since API 1.7.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edits: Option<u64>,
+    /// The sample's trajectory, when the request asked for it ([`GenerateRequest::trace`]);
+    /// `None` otherwise, and from a model that cannot record one. Since API 1.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<SampleTrace>,
 }
 
 /// `model.generate` reply; the tokens travel in the token buffer (`batch_size × length`).

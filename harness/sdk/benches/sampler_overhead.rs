@@ -49,6 +49,7 @@ fn request(name: &str, steps: usize) -> GenerateRequest {
         first_index: 0,
         prompts: None,
         prompt_texts: None,
+        trace: false,
     }
 }
 

@@ -58,6 +58,7 @@
 pub mod data;
 pub mod device_name;
 pub mod kv_cache;
+pub mod likelihood;
 pub mod sampler;
 pub mod settings;
 #[cfg(feature = "tokenizers")]
@@ -219,6 +220,15 @@ pub trait Task: Send {
             "this task scores no whole programs, only completions that continue its prompts",
         ))
     }
+
+    /// Tasks with the capability `exact_loglikelihood`: the exact `log p(continuation |
+    /// context)` of each row (context, continuation) under the ground truth, in nats (`-inf`
+    /// for probability 0). Since API 1.8.
+    fn loglikelihood(&mut self, _rows: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<f64>> {
+        Err(PluginError::unsupported(
+            "this task has no exact log-likelihood (no `exact_loglikelihood` capability)",
+        ))
+    }
 }
 
 /// A model: answers `generate`. Most models are a [`DenoiserModel`].
@@ -294,6 +304,20 @@ pub trait Model: Send {
     fn prompt_ids(&mut self) -> Result<Option<Vec<String>>> {
         Ok(None)
     }
+
+    /// Models with the capability `loglikelihood`: `log p(continuation | context)` of each
+    /// row, exactly (autoregressive models) or as a Monte-Carlo ELBO with `request.elbo`'s
+    /// settings (diffusion models; [`likelihood`]). [`DenoiserModel`] and the autoregressive
+    /// models answer it; a wrapper forwards it. Since API 1.8.
+    fn loglikelihood(
+        &mut self,
+        _request: &LoglikelihoodRequest,
+        _rows: &[(Vec<u32>, Vec<u32>)],
+    ) -> Result<LoglikelihoodReply> {
+        Err(PluginError::unsupported(
+            "this model answers no log-likelihood requests (no `loglikelihood` capability)",
+        ))
+    }
 }
 
 /// Turns any [`Denoiser`] into a [`Model`] using the shared samplers.
@@ -312,6 +336,13 @@ impl<D: Denoiser> DenoiserModel<D> {
 impl<D: Denoiser> Model for DenoiserModel<D> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<(Vec<Vec<u32>>, GenerateReply)> {
         sampler::generate(&mut self.denoiser, request)
+    }
+    fn loglikelihood(
+        &mut self,
+        request: &LoglikelihoodRequest,
+        rows: &[(Vec<u32>, Vec<u32>)],
+    ) -> Result<LoglikelihoodReply> {
+        likelihood::answer_with_elbo(&mut self.denoiser, request, rows)
     }
 }
 
@@ -463,6 +494,13 @@ impl PluginInstance for TaskInstance {
                 .map_err(PluginError::into_wire)?;
                 Ok((to_json(&ScoreReply { scores })?, Vec::new()))
             }
+            method::TASK_LOGLIKELIHOOD => {
+                let req: LoglikelihoodRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
+                let rows = req.unpack(tokens)?;
+                let values = task.loglikelihood(&rows).map_err(PluginError::into_wire)?;
+                Ok((to_json(&likelihood::exact_reply(values))?, Vec::new()))
+            }
             other => Err(format!("a task does not answer `{other}`")),
         }
     }
@@ -511,6 +549,16 @@ impl PluginInstance for ModelInstance {
                 let reply = self
                     .0
                     .evaluate(&batch, &prompts)
+                    .map_err(PluginError::into_wire)?;
+                Ok((to_json(&reply)?, Vec::new()))
+            }
+            method::MODEL_LOGLIKELIHOOD => {
+                let req: LoglikelihoodRequest =
+                    parse_json(request_json).map_err(PluginError::into_wire)?;
+                let rows = req.unpack(tokens)?;
+                let reply = self
+                    .0
+                    .loglikelihood(&req, &rows)
                     .map_err(PluginError::into_wire)?;
                 Ok((to_json(&reply)?, Vec::new()))
             }

@@ -511,6 +511,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            trace: false,
         }
     }
 

@@ -300,6 +300,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
             .as_ref()
             .and_then(|d| d.provenance.clone()),
         documents: c.documents,
+        trace: None,
     };
     if c.status != CellStatus::Ok || rows.is_empty() {
         return s;
@@ -362,6 +363,7 @@ fn summarize_cell(c: &CellRecord, rows: &[&SampleRecord]) -> CellSummary {
         s.tokens_per_forward = (nfe > 0).then(|| generated as f64 / nfe as f64);
         s.batch_nfe = Some(c.batches.iter().map(|b| b.nfe).sum());
         (s.positions_computed, s.forward_equivalents, s.edits) = work_per_sample(rows, spec.length);
+        s.trace = crate::trace::summarize(rows.iter().filter_map(|r| r.trace.as_ref()));
         let wall: f64 = c.batches.iter().map(|b| b.wall_seconds).sum();
         s.wall_seconds = Some(wall);
         let throughputs = batch_throughputs(c, rows, Clock::Wall);

@@ -49,6 +49,7 @@ fn cell(model: &str, sampler: &str, ar_model: bool, baseline: Option<&str>) -> C
         base_dir: None,
     };
     let spec = CellSpec {
+        trace: false,
         task: component("t"),
         model: Some(ComponentSpec {
             baseline: baseline.map(str::to_string),
@@ -195,6 +196,8 @@ fn warm_up_batch_is_not_timed_and_the_median_is_robust() {
             generated_tokens: 10,
             positions_computed: None,
             edits: None,
+            template: None,
+            trace: None,
         })
         .collect();
     let refs: Vec<&SampleRecord> = samples.iter().collect();
@@ -239,6 +242,8 @@ fn one_token_per_forward_decoders_are_charged_their_completion() {
         generated_tokens,
         positions_computed: None,
         edits: None,
+        template: None,
+        trace: None,
     };
     for (model, sampler, ar) in [("ar", "ar", true), ("mdm", "left_to_right", false)] {
         let c = cell(model, sampler, ar, None);

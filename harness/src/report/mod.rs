@@ -20,12 +20,16 @@ use dlm_plugin_api::ErrorKind;
 use minijinja::{context, Environment};
 use serde::Serialize;
 
+pub mod closed_form;
 mod headline;
+pub mod likelihood;
+pub mod prompt_templates;
 pub mod speed;
 pub mod svg;
 mod task;
 pub mod theory_view;
 mod training_table;
+pub mod trajectories;
 mod verdict;
 
 pub use headline::HeadlineLine;
@@ -83,6 +87,22 @@ const TEMPLATES: &[(&str, &str)] = &[
     (
         "report/task_speed.html",
         include_str!("../../../templates/report/task_speed.html"),
+    ),
+    (
+        "report/task_closed_form.html",
+        include_str!("../../../templates/report/task_closed_form.html"),
+    ),
+    (
+        "report/task_templates.html",
+        include_str!("../../../templates/report/task_templates.html"),
+    ),
+    (
+        "report/task_trajectories.html",
+        include_str!("../../../templates/report/task_trajectories.html"),
+    ),
+    (
+        "report/likelihood.html",
+        include_str!("../../../templates/report/likelihood.html"),
     ),
     (
         "compare.html",
@@ -157,7 +177,8 @@ pub fn write_all(dir: &RunDir, order: Option<&[CellSpec]>) -> Result<Vec<CellSum
         manifest.text_cells = text_cells;
         dir.write_manifest(&manifest)?;
     }
-    let report = build(&manifest, &cells, &summary, &samples);
+    let mut report = build(&manifest, &cells, &summary, &samples);
+    report.likelihood = likelihood::sections(&crate::likelihood::read_records(&dir.path)?);
     write_atomic(
         &dir.file(REPORT_JSON),
         &serde_json::to_vec_pretty(&report.twin(&manifest, &summary))?,
@@ -273,6 +294,16 @@ pub struct Report {
     /// "The price of speed" of each formal task whose cells vary the cache or the model's
     /// block size ([`speed::section`]); the template shows it in the task's section.
     pub speed: Vec<speed::SpeedSection>,
+    /// Each task's declared closed-form accuracy against its cells ([`closed_form::section`]:
+    /// parallel-decoding tasks, API 1.8); the template shows it in the task's section.
+    pub closed_forms: Vec<closed_form::ClosedFormSection>,
+    /// Accuracy per prompt template and the paired differences between samplers, for each
+    /// task whose samples name several templates ([`prompt_templates::section`]).
+    pub templates: Vec<prompt_templates::TemplateSection>,
+    /// Each traced task's trajectories ([`trajectories::section`], suite `trace: true`).
+    pub trajectories: Vec<trajectories::TrajectorySection>,
+    /// The suite's `likelihood:` section per task ([`likelihood::sections`]; run files only).
+    pub likelihood: Vec<likelihood::LikelihoodSection>,
 }
 
 #[derive(Debug, Serialize)]
@@ -477,6 +508,10 @@ impl Report {
             "filters": self.filters,
             "theory": self.theory,
             "price_of_speed": self.speed.iter().map(speed::SpeedSection::twin).collect::<Vec<_>>(),
+            "closed_forms": self.closed_forms.iter().map(closed_form::ClosedFormSection::twin).collect::<Vec<_>>(),
+            "prompt_templates": self.templates,
+            "trajectories": self.trajectories.iter().map(trajectories::TrajectorySection::twin).collect::<Vec<_>>(),
+            "likelihood": self.likelihood.iter().map(likelihood::LikelihoodSection::twin).collect::<Vec<_>>(),
             "tasks": tasks,
             "failed": summary.iter().filter(|s| s.status == CellStatus::Failed)
                 .map(|s| serde_json::json!({
@@ -580,11 +615,17 @@ pub fn build(
     let mut verdicts = Vec::new();
     let headline_order = task_names.clone();
     let mut speed = Vec::new();
+    let mut closed_forms = Vec::new();
+    let mut templates = Vec::new();
+    let mut trajectories = Vec::new();
     for task in task_names {
         let (section, task_verdicts) = task::section(&run, task, summary);
         tasks.push(section);
         verdicts.extend(task_verdicts);
         speed.extend(speed::section(task, cells, summary));
+        closed_forms.extend(closed_form::section(task, cells, summary));
+        templates.extend(prompt_templates::section(task, cells, summary, samples));
+        trajectories.extend(trajectories::section(task, summary));
     }
     let theory = crate::theory::analyse(cells, summary);
     let baseline_warnings = baseline_warnings(summary, &manifest.filters);
@@ -609,5 +650,9 @@ pub fn build(
         theory_view: theory.as_ref().map(theory_view::view),
         theory,
         speed,
+        closed_forms,
+        templates,
+        trajectories,
+        likelihood: Vec::new(),
     }
 }

@@ -30,6 +30,7 @@ impl Suite {
                             part: None,
                             batch_size: self.batch_size,
                             timeout_seconds: self.timeout_seconds,
+                            trace: false,
                         };
                     if self.reference {
                         cells.push(base(None, None));
@@ -53,15 +54,18 @@ impl Suite {
                                 s.steps.clone()
                             };
                             for st in steps {
-                                cells.push(base(
-                                    Some(model_spec.clone()),
-                                    Some(SamplerSpec {
-                                        name: s.sampler.clone(),
-                                        steps: st,
-                                        schedule: s.schedule.clone(),
-                                        params: s.params.clone(),
-                                    }),
-                                ));
+                                cells.push(CellSpec {
+                                    trace: self.trace,
+                                    ..base(
+                                        Some(model_spec.clone()),
+                                        Some(SamplerSpec {
+                                            name: s.sampler.clone(),
+                                            steps: st,
+                                            schedule: s.schedule.clone(),
+                                            params: s.params.clone(),
+                                        }),
+                                    )
+                                });
                             }
                         }
                     }
@@ -149,6 +153,9 @@ pub struct CellSpec {
     pub part: Option<SamplePart>,
     pub batch_size: usize,
     pub timeout_seconds: f64,
+    /// The suite's `trace: true` (model cells only): record each sample's trajectory.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
 }
 
 /// Where a part of a split cell lies in the whole.
@@ -242,6 +249,11 @@ impl CellSpec {
             "seed": self.seed,
             "n": self.n,
         });
+        // Traced cells record more per sample; untraced ones keep the ids they had before.
+        let identity = match self.trace {
+            false => identity,
+            true => serde_json::json!([identity, {"trace": true}]),
+        };
         // Whole cells keep the ids they had before cells could be split.
         let identity = match self.part {
             None => identity,

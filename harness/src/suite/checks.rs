@@ -545,6 +545,7 @@ pub(super) fn check_top_value(c: &Check, key: &str, v: &Node) -> Result<(), Suit
         }
         "timeout_seconds" => drop(c.seconds(v, "timeout_seconds", "timeout_seconds: 300")?),
         "reference" => c.boolean(v, "reference")?,
+        "trace" => c.boolean(v, "trace")?,
         "lengths" => c.distinct_wholes(v, "lengths", "length", (1, MAX_LENGTH), "lengths: [64]")?,
         "seeds" => c.distinct_wholes(v, "seeds", "seed", (0, i64::MAX), "seeds: [0, 1]")?,
         "tasks" => {

@@ -15,6 +15,7 @@ mod checks;
 mod config_keys;
 mod docs;
 mod error;
+mod likelihood;
 mod limits;
 #[cfg(test)]
 mod tests;
@@ -25,6 +26,7 @@ pub use checks::*;
 pub use config_keys::{check_config_keys, check_length_overrides, resolve_paths};
 use error::load_error;
 pub use error::{closest, did_you_mean, Location, SuiteError, SuiteSource};
+pub use likelihood::LikelihoodSpec;
 pub use limits::*;
 pub use yaml::yaml_to_json;
 use yaml::{find_key, section_config, section_value};
@@ -49,6 +51,9 @@ struct RawSuite {
     memory_limit: Option<Spanned<String>>,
     #[serde(default)]
     reference: Option<bool>,
+    /// Record every model cell's trajectories (commit steps, intermediate answers).
+    #[serde(default)]
+    trace: Option<bool>,
     /// Split cells into sample ranges of at most this many samples for shards.
     #[serde(default)]
     shard_samples: Option<Spanned<i64>>,
@@ -58,6 +63,8 @@ struct RawSuite {
     tasks: Spanned<Vec<RawTask>>,
     models: Spanned<Vec<RawModel>>,
     samplers: Spanned<Vec<RawSampler>>,
+    #[serde(default, rename = "likelihood")] // read from the YAML tree (`likelihood::parse`)
+    _likelihood: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -334,6 +341,9 @@ pub struct Suite {
     /// The most resident memory one worker (with its child processes) may use.
     pub memory_limit: MemoryLimit,
     pub reference: bool,
+    /// `trace: true`: every model cell records its samples' trajectories (commit steps, the
+    /// answers along the way, the left-to-right τ); off by default, so results stay small.
+    pub trace: bool,
     /// `shard_samples`: sharded runs (`run --shard`, Slurm arrays) split cells with more
     /// samples into parts of at most this many (rounded up to whole batches); `merge` joins
     /// them. Not part of any cell's identity, and a run without shards ignores it.
@@ -343,6 +353,8 @@ pub struct Suite {
     pub tasks: Vec<TaskEntry>,
     pub models: Vec<ModelEntry>,
     pub samplers: Vec<SamplerEntry>,
+    /// The `likelihood:` section: ELBO against exact log-likelihood (`crate::likelihood`).
+    pub likelihood: Option<LikelihoodSpec>,
     /// sha256 of the file's bytes.
     pub hash: String,
 }
@@ -455,6 +467,7 @@ impl Suite {
         let samplers = parse_samplers(&raw, top, &source)?;
         let models = parse_models(&raw, top, &source, &suite_dir, &tasks, &samplers)?;
         let settings = parse_settings(&raw, &source)?;
+        let likelihood = likelihood::parse(top, &source, &tasks, &models, &settings.lengths)?;
         let suite = Suite {
             name: raw.name.to_string(),
             description: raw.description.unwrap_or_default(),
@@ -463,12 +476,14 @@ impl Suite {
             timeout_seconds: settings.timeout_seconds,
             memory_limit: settings.memory_limit,
             reference: raw.reference.unwrap_or(true),
+            trace: raw.trace.unwrap_or(false),
             shard_samples: settings.shard_samples,
             lengths: settings.lengths,
             seeds: settings.seeds,
             tasks,
             models,
             samplers,
+            likelihood,
             hash,
             source,
         };

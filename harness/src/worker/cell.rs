@@ -46,13 +46,15 @@ pub(super) fn run_cell(
     };
     let scores = score_all(&task, &generated.sequences, events)?;
     let first = cell.sample_range().start as u64;
+    let traces = super::trace::token_cell(cell, &task, &description, &generated.stats)?;
     let samples = generated
         .sequences
         .into_iter()
         .zip(scores)
         .zip(generated.stats)
+        .zip(traces)
         .enumerate()
-        .map(|(i, ((tokens, score), stats))| WorkerSample {
+        .map(|(i, (((tokens, score), stats), trace))| WorkerSample {
             index: first + i as u64,
             tokens,
             score,
@@ -60,6 +62,7 @@ pub(super) fn run_cell(
             generated_tokens: stats.generated_tokens,
             positions_computed: stats.positions_computed,
             edits: stats.edits,
+            trace,
         })
         .collect();
     Ok(CellOutput {
@@ -382,6 +385,7 @@ fn generate_sequences(
             first_index: first as u64,
             prompts: None,
             prompt_texts: None,
+            trace: cell.trace,
         };
         let cpu_before = process_cpu_seconds();
         let (reply, tokens): (GenerateReply, _) =

@@ -25,6 +25,7 @@ mod supervise;
 #[cfg(test)]
 mod tests;
 mod text;
+mod trace;
 mod train;
 
 use cell::{check_sequences, run_cell};
@@ -135,6 +136,9 @@ pub struct WorkerSample {
     /// sampler does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edits: Option<u64>,
+    /// The sample's trajectory, scored (`trace: true`, API 1.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceRecord>,
 }
 
 /// The result of a cell job.

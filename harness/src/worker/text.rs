@@ -6,7 +6,8 @@
 use super::cell::process_cpu_seconds;
 use super::*;
 use dlm_plugin_api::{
-    Completion, Prompt, PromptsReply, PromptsRequest, SamplerSpec, ScoreTextRequest, TextTaskInfo,
+    Completion, Prompt, PromptsReply, PromptsRequest, SampleTrace, SamplerSpec, ScoreTextRequest,
+    TextTaskInfo,
 };
 
 /// Shown in a completion where a model left a mask token.
@@ -226,6 +227,9 @@ struct TextOutput {
     /// Positions computed and edits, where the model counts them (API 1.7).
     positions_computed: Option<u64>,
     edits: Option<u64>,
+    /// The sample's trajectory (`trace: true`), with its prompt's length where its predictions
+    /// are in the task's vocabulary (`None`: a model that works on text).
+    trace: Option<(SampleTrace, Option<usize>)>,
 }
 
 /// A text cell: prompts from the task, completions from the model (or the task's reference
@@ -284,8 +288,27 @@ pub(super) fn run_text_cell(
             })
             .collect();
         let scores = score_texts(&task, completions, whole_programs)?;
-        for (k, ((prompt, output), mut score)) in
-            prompts.iter().zip(outputs).zip(scores).enumerate()
+        let traces = match model {
+            Some(_) if cell.trace => {
+                let traced = outputs.iter().map(|o| (o.nfe, o.trace.clone())).collect();
+                let verdict = super::trace::Verdict::of(&description);
+                let read = |c: &Codec, t: &[u32]| cut_at_stop(&c.decode(t).0, &info).to_string();
+                let read = codec.as_ref().map(|c| move |t: &[u32]| read(c, t));
+                let score = |completions| score_texts(&task, completions, false);
+                let scoring = read.as_ref().map(|read| super::trace::TextScoring {
+                    read,
+                    score: &score,
+                });
+                super::trace::text_batch(&prompts, traced, scoring.as_ref(), &verdict)?
+            }
+            _ => vec![None; outputs.len()],
+        };
+        for (k, (((prompt, output), mut score), trace)) in prompts
+            .iter()
+            .zip(outputs)
+            .zip(scores)
+            .zip(traces)
+            .enumerate()
         {
             let empty = output.text.trim().is_empty();
             score
@@ -316,6 +339,7 @@ pub(super) fn run_text_cell(
                 generated_tokens: output.generated_tokens,
                 positions_computed: output.positions_computed,
                 edits: output.edits,
+                trace,
             });
         }
         first += size;
@@ -370,6 +394,7 @@ fn reference_outputs(
                 generated_tokens: 0,
                 positions_computed: None,
                 edits: None,
+                trace: None,
             })
         })
         .collect()
@@ -415,6 +440,7 @@ fn generate_texts(
         first_index: first,
         prompts: encoded.clone(),
         prompt_texts: Some(prompts.to_vec()),
+        trace: cell.trace,
     };
     let cpu_before = process_cpu_seconds();
     let (reply, tokens): (GenerateReply, _) =
@@ -462,6 +488,7 @@ fn generate_texts(
                         generated_tokens: stats.generated_tokens,
                         positions_computed: stats.positions_computed,
                         edits: stats.edits,
+                        trace: stats.trace.clone().map(|t| (t, None)),
                     }
                 })
                 .collect()
@@ -489,6 +516,7 @@ fn generate_texts(
                         nfe: stats.nfe,
                         positions_computed: stats.positions_computed,
                         edits: stats.edits,
+                        trace: stats.trace.clone().map(|t| (t, Some(prompt.len()))),
                     }
                 })
                 .collect()

@@ -54,6 +54,7 @@ fn request(sampler: &str) -> GenerateRequest {
         first_index: 0,
         prompts: None,
         prompt_texts: None,
+        trace: false,
     }
 }
 

@@ -257,6 +257,7 @@ fn request(
         first_index: 0,
         prompts: prompts.map(|p| vec![vec![0; p]; 2]),
         prompt_texts: None,
+        trace: false,
     }
 }
 

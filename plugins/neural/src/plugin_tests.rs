@@ -34,6 +34,7 @@ fn the_plugin_opens_and_generates_with_both_models() {
         first_index: 0,
         prompts: None,
         prompt_texts: None,
+        trace: false,
     };
     let (seqs, reply) = mdm.generate(&request).unwrap();
     assert_eq!(seqs.len(), 2);

@@ -107,6 +107,7 @@ pub(super) fn ar_request(batch: usize, length: usize, seed: u64) -> GenerateRequ
         first_index: 0,
         prompts: None,
         prompt_texts: None,
+        trace: false,
     }
 }
 

@@ -86,6 +86,7 @@ fn request(sampler: &str, steps: usize) -> GenerateRequest {
                 })
                 .collect(),
         ),
+        trace: false,
     }
 }
 

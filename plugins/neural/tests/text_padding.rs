@@ -100,6 +100,7 @@ fn generate(
                 })
                 .collect(),
         ),
+        trace: false,
     };
     let (_, reply) = model.generate(&request).unwrap();
     order
@@ -246,6 +247,7 @@ fn a_generation_length_needs_a_tokenizer_and_room() {
             text: PROMPTS[0].into(),
             reference: None,
         }]),
+        trace: false,
     };
     let e = model.generate(&request).err().unwrap().to_string();
     assert!(
@@ -277,6 +279,7 @@ fn replies_state_the_models_resolved_settings() {
             text: PROMPTS[0].to_string(),
             reference: None,
         }]),
+        trace: false,
     };
     let (_, reply) = model.generate(&request).unwrap();
     let settings = reply.settings.expect("settings");

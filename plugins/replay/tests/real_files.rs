@@ -87,6 +87,7 @@ fn answer(model: &mut Box<dyn Model>, ids: &[&str], first: u64) -> (Vec<String>,
             first_index: first,
             prompts: None,
             prompt_texts: Some(prompts),
+            trace: false,
         })
         .unwrap();
     (reply.texts.unwrap(), reply.whole_programs)

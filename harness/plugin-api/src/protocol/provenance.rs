@@ -32,6 +32,22 @@ pub struct TaskProvenance {
     /// naming the setting that removes it; empty when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
+    /// Every prompt template the task writes its prompts in, where it takes several (each
+    /// sample names its own: [`SampleScore::template`](super::SampleScore::template)); empty
+    /// when the task has the one [`template`](Self::template). Since API 1.8.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<PromptTemplate>,
+}
+
+/// One of the prompt templates of a [`TaskProvenance`]. Since API 1.8.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PromptTemplate {
+    /// The name samples carry (e.g. `plain`).
+    pub name: String,
+    /// The template's text, with the task's placeholder (e.g. `{question}`) where the
+    /// problem goes.
+    pub text: String,
 }
 
 impl TaskProvenance {
@@ -65,6 +81,20 @@ impl TaskProvenance {
     /// The same with one more deliberate difference from the reference tool.
     pub fn with_difference(mut self, difference: impl Into<String>) -> Self {
         self.differences.push(difference.into());
+        self
+    }
+
+    /// The same with one more prompt template (see [`TaskProvenance::templates`]). Since API
+    /// 1.8.
+    pub fn with_prompt_template(
+        mut self,
+        name: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        self.templates.push(PromptTemplate {
+            name: name.into(),
+            text: text.into(),
+        });
         self
     }
 }

@@ -35,6 +35,9 @@
 //!   the same grid; its last step masks nothing again, so no mask survives it either.
 //! * `threshold_edit` commits as `threshold` does; its edits spend the same budget, and once a
 //!   block is full it keeps stepping only while edits fire.
+//! * `dream_cache` (Fast-dLLM's Dream loop) commits each block's first position at its first
+//!   step; with `alg: entropy` a block takes exactly its share of `steps` (at least 2), with
+//!   `alg: confidence_threshold` as many steps as it needs, as the reference ([`DreamCache`]).
 //! * `left_to_right` takes exactly `L` steps (one position per step, [`Steps::OnePerToken`]).
 //! * `ar` (autoregressive models) takes exactly `L` steps.
 //!
@@ -50,6 +53,8 @@
 //! * [`LeftToRight`] (`left_to_right`) — one position per step, in order;
 //! * [`Dream`] (`dream`) — Dream's own decoder (`alg`: `origin`, `maskgit_plus`, `topk_margin`,
 //!   `entropy`; `eps`, `alg_temp`), on its own time grid, with no blocks;
+//! * [`DreamCache`] (`dream_cache`) — Fast-dLLM's block loop for Dream with its prefix and dual
+//!   caches (`alg`: `entropy`, `confidence_threshold`; `tau`, `eps`, `alg_temp`);
 //! * [`Remdm`] (`remdm`) — ReMDM: MDLM ancestral sampling that masks committed tokens again
 //!   (`remask_schedule`: `cap`, `rescale`, `conf`, `loop`; `eta`);
 //! * [`ThresholdEdit`] (`threshold_edit`) — LLaDA 2.1's joint thresholds: `threshold`'s commits
@@ -68,7 +73,7 @@
 //! `t_off`, `alpha_on`: 0.55, 0.05, 0.9), `threshold_edit` takes
 //! `tau` and `edit_tau` (defaults 0.9 and 0.9; above 1: no edits).
 //! The samplers of the remasking loop (`low_confidence`, `random`, `threshold`, `factor`, `eb`)
-//! take `cache` (`none`, the default, `prefix` or `dual`) and `refresh` (`every_block`, the
+//! and `dream_cache` take `cache` (`none`, the default, `prefix` or `dual`) and `refresh` (`every_block`, the
 //! default, or a positive integer k): the model's key/value cache, filled at the first step of
 //! every block (and every k steps inside it), windows between fills ([`CACHE`], [`REFRESH`]).
 //! Schedules (`ddpm*` and `remdm`): `loglinear` (default, `α = 1 − t`), `linear` (MDLM:
@@ -104,6 +109,7 @@ mod cache;
 mod ddpm;
 mod draw;
 mod dream;
+mod dream_cache;
 mod eb;
 mod edit;
 mod factor;
@@ -117,13 +123,18 @@ mod remdm;
 mod run;
 mod schedule;
 mod threshold;
+mod trace;
 mod traits;
 
-pub use ar::{generate_ar, Ar, Autoregressive, AutoregressiveModel};
+pub use ar::{
+    answer_autoregressive, exact_autoregressive, generate_ar, Ar, Autoregressive,
+    AutoregressiveModel,
+};
 pub use cache::{CacheMode, CACHE, REFRESH};
 pub use ddpm::Ddpm;
 pub use draw::{categorical, sample_rng, Drawn, Want};
 pub use dream::{Dream, DreamAlg, ALG, ALG_TEMP, EPS};
+pub use dream_cache::{DreamCache, DreamCacheAlg, CACHE_ALG};
 pub use eb::{Eb, Proxy, GAMMA, PROXY};
 pub use edit::{ThresholdEdit, EDIT_TAU};
 pub use factor::{Factor, FACTOR};
@@ -180,6 +191,8 @@ pub fn generate<D: Denoiser + ?Sized>(
 pub mod device;
 
 #[cfg(test)]
+mod ar_likelihood_tests;
+#[cfg(test)]
 mod cache_tests;
 #[cfg(test)]
 mod golden;
@@ -187,3 +200,5 @@ mod golden;
 mod revisit_tests;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod trace_tests;

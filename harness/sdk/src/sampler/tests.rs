@@ -144,6 +144,7 @@ pub(crate) fn request(
         first_index: first,
         prompts: None,
         prompt_texts: None,
+        trace: false,
     }
 }
 
