@@ -25,6 +25,41 @@ cargo bench -p dlm-neural --bench neural -- --output-format bencher \
 # batched forward on one BLAS thread (same sizes: 2000 x 512, 32 states, vocabulary 8).
 cargo bench -p dlm-formal --bench formal -- --output-format bencher 'score_batch/hmm' 2>/dev/null | tee -a "$OUT/burn.txt" | grep '^test ' || true
 "$PYTHON" tools/perf/hmm_numpy.py --threads 1 --rounds "$ROUNDS" --name score_batch/hmm-32-ser/2000x512 | tee -a "$OUT/torch.txt"
+# The checkpoint path (issue 34, item 4): dlm-hf's forward and 64-step low_confidence generation
+# on a mid-size random LLaDA checkpoint against LLaDA's own modeling_llada.py and generate.py.
+# Needs the reference code in $DLM_PERF_LLADA_REF (docs/performance.md says how to fetch it);
+# the checkpoint (≈ 700 MB) is written once to $DLM_PERF_LLADA_DIR.
+if [ -n "${DLM_PERF_LLADA_REF:-}" ]; then
+  LLADA_DIR="${DLM_PERF_LLADA_DIR:-/tmp/dlm-perf-llada-mid}"
+  "$PYTHON" tools/perf/llada_reference.py --dir "$LLADA_DIR" --write-only
+  cargo build --release -p dlm-hf --example reference_speed 2>/dev/null
+  # Alternated, so both sides see the same machine; medians of the rounds.
+  for round in 1 2; do
+    target/release/examples/reference_speed "$LLADA_DIR" --rounds 3 --answer-out "$OUT/ours.json" >> "$OUT/burn-llada.txt"
+    "$PYTHON" tools/perf/llada_reference.py --dir "$LLADA_DIR" --threads "$THREADS" --rounds 3 \
+      --llada-ref "$DLM_PERF_LLADA_REF" --answer-out "$OUT/reference.json" >> "$OUT/torch-llada.txt"
+  done
+  python3 - "$OUT" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+for side, name in (("burn", "burn.txt"), ("torch", "torch.txt")):
+    rows = {}
+    for line in open(f"{out}/{side}-llada.txt"):
+        case, seconds = line.split()
+        rows.setdefault(case, []).append(float(seconds))
+    with open(f"{out}/{name}", "a") as f:
+        for case, times in rows.items():
+            if side == "burn":
+                f.write(f"test {case} ... bench: {int(statistics.median(times) * 1e9):,} ns/iter\n")
+            else:
+                f.write(f"{case} {statistics.median(times)}\n")
+ours, theirs = json.load(open(f"{out}/ours.json")), json.load(open(f"{out}/reference.json"))
+same = sum(a == b for a, b in zip(ours, theirs))
+print(f"llada/generate: {same} of {len(theirs)} answer ids equal to the reference's")
+PY
+else
+  echo "(LLaDA checkpoint path skipped: set DLM_PERF_LLADA_REF, see docs/performance.md)"
+fi
 python3 - "$OUT/burn.txt" "$OUT/torch.txt" "$THREADS" <<'PY'
 import re, sys
 burn = {}
