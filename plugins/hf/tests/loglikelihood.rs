@@ -90,5 +90,8 @@ fn llada_elbo_equals_get_log_likelihood_given_the_same_masks() {
             case.log_likelihood
         );
     }
-    assert!(single_token_seen, "a single-token answer is among the cases");
+    assert!(
+        single_token_seen,
+        "a single-token answer is among the cases"
+    );
 }
