@@ -11,10 +11,8 @@
 //! * `refresh: 1` (a fill at every step) decodes exactly as `cache: none`.
 
 mod common;
-use burn::tensor::Tensor;
 use common::*;
 use dlm_hf::{CheckpointDenoiser, HfPlugin};
-use dlm_sdk::kv_cache::TensorKvCache;
 use dlm_sdk::sampler::device::{generate, OnHost, TensorDenoiser};
 use dlm_sdk::{
     GenerateRequest, Model, ModelOpenConfig, Plugin, Prompt, SamplerSpec, TaskBinding,
@@ -22,7 +20,6 @@ use dlm_sdk::{
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::ops::Range;
 
 #[derive(Deserialize)]
 struct Cached {
@@ -53,16 +50,6 @@ struct Settings {
     block_length: usize,
     threshold: Option<f64>,
     eps: f64,
-}
-
-#[derive(Deserialize, Debug, PartialEq, Eq, Clone)]
-struct Call {
-    kind: String,
-    #[serde(default)]
-    start: Option<usize>,
-    #[serde(default)]
-    end: Option<usize>,
-    tokens: Vec<u32>,
 }
 
 fn fast_dllm() -> Cached {
@@ -114,60 +101,6 @@ fn request(s: &Settings, length: usize, prompts: Vec<Vec<u32>>) -> GenerateReque
 /// The checkpoint with the full output row, as Fast-dLLM reads it.
 fn full_row() -> CheckpointDenoiser {
     load("dream-tiny").denoiser.with_full_row(true)
-}
-
-/// The checkpoint, recording every call of its cache (checkpoint ids, as the reference's).
-struct Recording {
-    inner: CheckpointDenoiser,
-    calls: Vec<Call>,
-    plain_calls: usize,
-}
-
-impl TensorDenoiser for Recording {
-    fn vocab_size(&self) -> usize {
-        self.inner.vocab_size()
-    }
-    fn logits(&mut self, tokens: &[u32], b: usize, l: usize, t: f64) -> dlm_sdk::Result<Tensor<3>> {
-        self.plain_calls += 1;
-        TensorDenoiser::logits(&mut self.inner, tokens, b, l, t)
-    }
-    fn kv_cache(&mut self) -> Option<&mut dyn TensorKvCache> {
-        Some(self)
-    }
-}
-
-impl TensorKvCache for Recording {
-    fn logits_and_fill(
-        &mut self,
-        tokens: &[u32],
-        b: usize,
-        l: usize,
-        t: f64,
-    ) -> dlm_sdk::Result<Tensor<3>> {
-        self.calls.push(Call {
-            kind: "fill".into(),
-            start: None,
-            end: None,
-            tokens: self.inner.checkpoint_ids(tokens).unwrap(),
-        });
-        TensorKvCache::logits_and_fill(&mut self.inner, tokens, b, l, t)
-    }
-    fn logits_window(
-        &mut self,
-        tokens: &[u32],
-        b: usize,
-        l: usize,
-        window: Range<usize>,
-        t: f64,
-    ) -> dlm_sdk::Result<Tensor<3>> {
-        self.calls.push(Call {
-            kind: "window".into(),
-            start: Some(window.start),
-            end: Some(window.end),
-            tokens: self.inner.checkpoint_ids(&tokens[window.clone()]).unwrap(),
-        });
-        TensorKvCache::logits_window(&mut self.inner, tokens, b, l, window, t)
-    }
 }
 
 /// Query positions of a reference call: the canvas for a fill, the window's width otherwise.

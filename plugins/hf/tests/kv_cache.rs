@@ -21,7 +21,6 @@ use burn::tensor::Tensor;
 use common::*;
 use dlm_hf::CheckpointDenoiser;
 use dlm_hf::HfPlugin;
-use dlm_sdk::kv_cache::TensorKvCache;
 use dlm_sdk::sampler::device::{generate, TensorDenoiser};
 use dlm_sdk::{
     GenerateRequest, Model, ModelOpenConfig, Plugin, Prompt, SamplerSpec, TaskBinding,
@@ -151,16 +150,6 @@ struct Settings {
     threshold: Option<f64>,
 }
 
-#[derive(Deserialize, Debug, PartialEq, Eq, Clone)]
-struct Call {
-    kind: String,
-    #[serde(default)]
-    start: Option<usize>,
-    #[serde(default)]
-    end: Option<usize>,
-    tokens: Vec<u32>,
-}
-
 fn fast_dllm() -> Cached {
     let path = fixture("llada-tiny").join("cached_generations.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
@@ -246,60 +235,6 @@ fn a_window_needs_a_matching_fill() {
     den.set_left_padding(&[0, 2]).unwrap();
     let err = den.logits_window(&tokens, 2, 24, 0..8).unwrap_err();
     assert!(err.to_string().contains("fill it again"), "{err}");
-}
-
-/// The checkpoint, recording every call of its cache (checkpoint ids, as Fast-dLLM's records).
-struct Recording {
-    inner: CheckpointDenoiser,
-    calls: Vec<Call>,
-    plain_calls: usize,
-}
-
-impl TensorDenoiser for Recording {
-    fn vocab_size(&self) -> usize {
-        self.inner.vocab_size()
-    }
-    fn logits(&mut self, tokens: &[u32], b: usize, l: usize, t: f64) -> dlm_sdk::Result<Tensor<3>> {
-        self.plain_calls += 1;
-        TensorDenoiser::logits(&mut self.inner, tokens, b, l, t)
-    }
-    fn kv_cache(&mut self) -> Option<&mut dyn TensorKvCache> {
-        Some(self)
-    }
-}
-
-impl TensorKvCache for Recording {
-    fn logits_and_fill(
-        &mut self,
-        tokens: &[u32],
-        b: usize,
-        l: usize,
-        t: f64,
-    ) -> dlm_sdk::Result<Tensor<3>> {
-        self.calls.push(Call {
-            kind: "fill".into(),
-            start: None,
-            end: None,
-            tokens: self.inner.checkpoint_ids(tokens).unwrap(),
-        });
-        TensorKvCache::logits_and_fill(&mut self.inner, tokens, b, l, t)
-    }
-    fn logits_window(
-        &mut self,
-        tokens: &[u32],
-        b: usize,
-        l: usize,
-        window: Range<usize>,
-        t: f64,
-    ) -> dlm_sdk::Result<Tensor<3>> {
-        self.calls.push(Call {
-            kind: "window".into(),
-            start: Some(window.start),
-            end: Some(window.end),
-            tokens: self.inner.checkpoint_ids(&tokens[window.clone()]).unwrap(),
-        });
-        TensorKvCache::logits_window(&mut self.inner, tokens, b, l, window, t)
-    }
 }
 
 /// Whether a reference window call could commit nothing: its block (the window's first

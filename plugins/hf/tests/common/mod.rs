@@ -5,6 +5,10 @@ use burn::tensor::{Device, Tensor};
 use dlm_hf::Checkpoint;
 use std::path::PathBuf;
 
+mod recording;
+#[allow(unused_imports)] // used by the cache tests only
+pub use recording::{Call, Recording};
+
 /// `plugins/hf/tests/fixtures/NAME`.
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
