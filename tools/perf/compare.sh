@@ -16,6 +16,9 @@ if [ ! -x "$PYTHON" ]; then
   exit 1
 fi
 THREADS="$(nproc)"
+# The benches run with the glibc malloc settings the harness gives its workers
+# (WORKER_MALLOC_TUNABLES in harness/src/worker/supervise.rs), as a suite's cells run.
+export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=17179869184:glibc.malloc.top_pad=268435456}"
 ROUNDS="${1:-10}"
 OUT="$(mktemp -d)"
 cargo bench -p dlm-neural --bench neural -- --output-format bencher \

@@ -255,6 +255,22 @@ impl JobFiles {
     }
 }
 
+/// glibc's allocator settings for workers: blocks up to 32 MiB come from the heap, and freed
+/// memory stays there (trimmed only above 16 GiB, grown 256 MiB at a time). With glibc's
+/// defaults a forward pass's large temporaries are fresh `mmap`s, each page faulted in and
+/// zeroed by the kernel and unmapped again after every op: the 16 × 512 MDM forward took
+/// 938 ms with them and 662 ms with these (docs/performance.md, issue 34). Values are the same
+/// (only where blocks live changes); a worker's memory stays at its peak until it exits.
+/// Other C libraries ignore the variable; a user's own `GLIBC_TUNABLES` is kept as it is.
+pub(crate) const WORKER_MALLOC_TUNABLES: &str = "glibc.malloc.mmap_threshold=33554432:\
+     glibc.malloc.trim_threshold=17179869184:glibc.malloc.top_pad=268435456";
+
+/// The `GLIBC_TUNABLES` to give a worker when the harness's own environment has `existing`:
+/// ours when there is none, nothing (the inherited value) otherwise.
+fn worker_malloc_tunables(existing: Option<std::ffi::OsString>) -> Option<&'static str> {
+    existing.is_none().then_some(WORKER_MALLOC_TUNABLES)
+}
+
 /// Start `dlm-bench worker` on the job in its own process group, tagged with `token`.
 fn spawn_worker(files: &JobFiles, token: &str, log: std::fs::File) -> Result<Child> {
     let mut command = Command::new(worker_exe()?);
@@ -262,6 +278,9 @@ fn spawn_worker(files: &JobFiles, token: &str, log: std::fs::File) -> Result<Chi
     // panic message already reaches the report; opt back in with DLM_BENCH_WORKER_BACKTRACE=1.
     if std::env::var_os("DLM_BENCH_WORKER_BACKTRACE").is_none() {
         command.env("RUST_BACKTRACE", "0");
+    }
+    if let Some(tunables) = worker_malloc_tunables(std::env::var_os("GLIBC_TUNABLES")) {
+        command.env("GLIBC_TUNABLES", tunables);
     }
     #[cfg(unix)]
     {
@@ -556,4 +575,43 @@ pub(super) fn log_tail(path: &Path, lines: usize) -> String {
         path.display(),
         all[start..].join("\n  ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_get_the_malloc_tunables_unless_the_user_set_their_own() {
+        assert_eq!(worker_malloc_tunables(None), Some(WORKER_MALLOC_TUNABLES));
+        assert_eq!(
+            worker_malloc_tunables(Some("glibc.malloc.arena_max=1".into())),
+            None
+        );
+    }
+
+    /// glibc ignores a malformed `GLIBC_TUNABLES` without a word, so ask its loader which
+    /// values it took (`ld.so --list-tunables`, glibc ≥ 2.33: Debian 12 and CI have 2.36).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    #[test]
+    fn glibc_takes_every_worker_malloc_tunable() {
+        let out = Command::new("/lib64/ld-linux-x86-64.so.2")
+            .arg("--list-tunables")
+            .env("GLIBC_TUNABLES", WORKER_MALLOC_TUNABLES)
+            .output()
+            .expect("glibc's loader runs");
+        let listed = String::from_utf8_lossy(&out.stdout);
+        for (name, hex) in [
+            ("glibc.malloc.mmap_threshold", "0x2000000"),
+            ("glibc.malloc.trim_threshold", "0x400000000"),
+            ("glibc.malloc.top_pad", "0x10000000"),
+        ] {
+            assert!(
+                listed
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{name}: {hex} "))),
+                "glibc did not take {name} = {hex} from {WORKER_MALLOC_TUNABLES:?}:\n{listed}"
+            );
+        }
+    }
 }
