@@ -38,7 +38,7 @@ fn check(batch: usize, m: usize, k: usize, n: usize, rhs_transposed: bool) {
     } else {
         Tensor::<3>::from_data(TensorData::new(b.clone(), [batch, k, n]), &device)
     };
-    let out: Vec<f32> = lhs.matmul(rhs).into_data().to_vec().unwrap();
+    let out: Vec<f32> = lhs.matmul(rhs).into_data().try_into_vec::<f32>().unwrap();
     assert_eq!(out.len(), batch * m * n);
 
     let u = f64::powi(2.0, -24);
