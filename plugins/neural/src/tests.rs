@@ -289,3 +289,128 @@ fn the_ar_model_is_causal_and_the_mdm_is_not() {
         assert_eq!(diff < 1e-5, causal, "{kind:?}: diff {diff}");
     }
 }
+
+/// `q`, `k`, `v` `[2, 2, n, 4]` and an ALiBi-like bias `[1, 2, n, n]` (slopes 4 and 0.5, so
+/// the far keys of the first head sit hundreds below their row's maximum), on `device`.
+fn attention_inputs(n: usize, device: &Device) -> [burn::tensor::Tensor<4>; 4] {
+    use burn::tensor::{Tensor, TensorData};
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut random =
+        |len: usize| -> Vec<f32> { (0..len).map(|_| rng.random_range(-2.0..2.0)).collect() };
+    let shape = [2, 2, n, 4];
+    let [q, k, v] =
+        [(); 3].map(|_| Tensor::from_data(TensorData::new(random(2 * 2 * n * 4), shape), device));
+    let bias: Vec<f32> = (0..2 * n * n)
+        .map(|i| {
+            let (head, row, col) = (i / (n * n), i / n % n, i % n);
+            -[4.0, 0.5][head] * (row as f32 - col as f32).abs()
+        })
+        .collect();
+    let bias = Tensor::from_data(TensorData::new(bias, [1, 2, n, n]), device);
+    [q, k, v, bias]
+}
+
+#[test]
+fn training_attention_gives_the_fused_kernels_values() {
+    // The composed attention the autodiff device trains with against the backend's own
+    // attention (flex's fused kernel, or wgpu's): the keys it drops weigh below e^-40, which
+    // no f32 output can show.
+    use burn::tensor::module::attention;
+    use burn::tensor::ops::AttentionModuleOptions;
+    let n = 40;
+    let device = test_device();
+    let train_device = device.clone().autodiff();
+    for causal in [false, true] {
+        let [q, k, v, bias] = attention_inputs(n, &device);
+        let options = AttentionModuleOptions {
+            is_causal: causal,
+            ..Default::default()
+        };
+        let fused = to_host(attention(q, k, v, None, Some(bias), options));
+        let [q, k, v, bias] = attention_inputs(n, &train_device);
+        assert!(q.is_autodiff());
+        let composed = to_host(crate::model::attention_for_training(q, k, v, bias, causal));
+        let worst = fused
+            .iter()
+            .zip(&composed)
+            .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
+            .fold(0f32, f32::max);
+        eprintln!("causal {causal}: worst difference {worst:e}");
+        assert!(worst < 1e-5, "causal {causal}: {worst:e}");
+    }
+}
+
+#[test]
+fn training_attention_gives_keys_past_the_cutoff_no_weight() {
+    // One query over four keys, all scored 0 but one biased 45 below (e^-45 ≈ 2.9e-20, past
+    // the cutoff) or 35 below (e^-35 ≈ 6.3e-16, inside it). The values are 0 except that key's
+    // 1e20: the output is that key's weight times 1e20, 0 only if it was dropped.
+    use burn::tensor::{Tensor, TensorData};
+    let device = test_device().autodiff();
+    for (far, counted) in [(-45.0f32, false), (-35.0, true)] {
+        assert_eq!(far < crate::model::TRAINING_WEIGHT_CUTOFF, !counted);
+        let tensor = |data: Vec<f32>, shape: [usize; 4]| {
+            Tensor::<4>::from_data(TensorData::new(data, shape), &device)
+        };
+        let q = tensor(vec![0.0], [1, 1, 1, 1]);
+        let k = tensor(vec![0.0; 4], [1, 1, 4, 1]);
+        let v = tensor(vec![0.0, 1e20, 0.0, 0.0], [1, 1, 4, 1]);
+        let bias = tensor(vec![0.0, far, 0.0, 0.0], [1, 1, 1, 4]);
+        let out = to_host(crate::model::attention_for_training(q, k, v, bias, false))[0];
+        let expected = if counted {
+            far.exp() / (3.0 + far.exp()) * 1e20
+        } else {
+            0.0
+        };
+        assert!(
+            (out - expected).abs() <= 1e-5 * expected.abs(),
+            "bias {far}: {out:e} against {expected:e}"
+        );
+    }
+}
+
+#[test]
+fn training_attention_has_burns_gradients() {
+    // Against Burn's own composition on the autodiff device (`attention_fallback`): the
+    // gradients of q, k and v of a weighted sum of the outputs agree.
+    use burn::tensor::module::attention;
+    use burn::tensor::ops::AttentionModuleOptions;
+    let n = 40;
+    let device = test_device().autodiff();
+    for causal in [false, true] {
+        let grads_of = |ours: bool| {
+            let [q, k, v, bias] = attention_inputs(n, &device);
+            let [q, k, v] = [q, k, v].map(|t| t.require_grad());
+            let out = if ours {
+                crate::model::attention_for_training(q.clone(), k.clone(), v.clone(), bias, causal)
+            } else {
+                let options = AttentionModuleOptions {
+                    is_causal: causal,
+                    ..Default::default()
+                };
+                attention(q.clone(), k.clone(), v.clone(), None, Some(bias), options)
+            };
+            let weights = out.clone().cos().detach();
+            let grads = (out * weights).sum().backward();
+            [q, k, v].map(|t| {
+                let grad = t.grad(&grads).expect("a gradient");
+                grad.into_data()
+                    .try_into_vec::<f32>()
+                    .expect("f32 gradients")
+            })
+        };
+        let (ours, burns) = (grads_of(true), grads_of(false));
+        for (name, (a, b)) in ["q", "k", "v"].iter().zip(ours.iter().zip(&burns)) {
+            let scale = b.iter().fold(0f32, |m, x| m.max(x.abs()));
+            let worst = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max);
+            assert!(
+                worst <= 1e-5 * scale,
+                "causal {causal}, d{name}: {worst:e} of {scale:e}"
+            );
+        }
+    }
+}

@@ -17,7 +17,7 @@ use burn_std::Bytes;
 use bytemuck::Pod;
 use num_traits::Float;
 
-use crate::ops::unary::{exp_or_zero, exp_underflow_cutoff};
+use crate::ops::unary::{exp_or_zero, exp_underflow_cutoff, flush_subnormal_weight};
 use crate::{FlexTensor, Layout};
 
 /// KV tile size for flash attention.
@@ -695,7 +695,7 @@ fn flash_attention_head<T: FlashGemm>(
 
             let mut tile_sum = T::zero();
             for score in score_row.iter_mut() {
-                let e = exp_or_zero(*score - new_max, cutoff);
+                let e = flush_subnormal_weight(exp_or_zero(*score - new_max, cutoff));
                 *score = e;
                 tile_sum += e;
             }
@@ -814,14 +814,14 @@ fn softmax_rows_general<T: FlashGemm>(
 
         let mut sum = T::zero();
         for s in row.iter_mut() {
-            let e = exp_or_zero(*s - row_max, cutoff);
+            let e = flush_subnormal_weight(exp_or_zero(*s - row_max, cutoff));
             *s = e;
             sum += e;
         }
 
         let inv_sum = T::one() / sum;
         for s in row.iter_mut() {
-            *s = *s * inv_sum;
+            *s = flush_subnormal_weight(*s * inv_sum);
         }
     }
 }
@@ -886,12 +886,12 @@ fn softmax_rows_unmasked<T: FlashGemm>(
         }
         let mut sum = T::zero();
         for s in row.iter_mut() {
-            let e = exp_or_zero(*s - row_max, cutoff);
+            let e = flush_subnormal_weight(exp_or_zero(*s - row_max, cutoff));
             *s = e;
             sum += e;
         }
         let inv_sum = T::one() / sum;
-        row.iter_mut().for_each(|s| *s = *s * inv_sum);
+        row.iter_mut().for_each(|s| *s = flush_subnormal_weight(*s * inv_sum));
         // The general loop's `exp(-inf) * inv_sum`: 0, or NaN when a visible score made the
         // sum NaN.
         hidden.fill(T::zero() * inv_sum);
@@ -1469,6 +1469,51 @@ mod tests {
                     bits(&general),
                     "causal {causal:?}, bias {}",
                     bias.is_some()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn subnormal_softmax_weights_contribute_nothing_in_either_kernel() {
+        // dlm-bench patch: one query over keys scored 0 and -95 (e^-95 ≈ 5.5e-42, subnormal).
+        // The far key's value is 1e30, every other value 0, so an unflushed weight would
+        // surface as an output of ≈ 5.5e-12 (and -90, weight e^-90 ≈ 8.2e-40, likewise). Keys
+        // at -80 (weight 1.8e-35, normal) still count, exactly as `exp` gives them.
+        for (far_score, counted) in [(-95.0f32, false), (-90.0, false), (-80.0, true)] {
+            let seq_kv = 4;
+            let q = flex_f32(vec![1.0], &[1, 1, 1, 1]);
+            let k = flex_f32(vec![0.0; seq_kv], &[1, 1, seq_kv, 1]);
+            let v = flex_f32(vec![0.0, 1e30, 0.0, 0.0], &[1, 1, seq_kv, 1]);
+            let bias = flex_f32(vec![0.0, far_score, 0.0, 0.0], &[1, 1, 1, seq_kv]);
+            let expected = if counted {
+                (far_score.exp() / (3.0 + far_score.exp())) * 1e30
+            } else {
+                0.0
+            };
+            for (name, out) in [
+                (
+                    "naive",
+                    super::attention_naive(
+                        q.clone(),
+                        k.clone(),
+                        v.clone(),
+                        None,
+                        Some(bias.clone()),
+                        Default::default(),
+                    ),
+                ),
+                (
+                    "flash",
+                    super::attention_flash(q, k, v, None, Some(bias), Default::default()),
+                ),
+            ] {
+                let got: &[f32] = out.storage();
+                let tolerance = 4.0 * f32::EPSILON * expected.abs();
+                assert!(
+                    (got[0] - expected).abs() <= tolerance,
+                    "{name}, far score {far_score}: {} against {expected}",
+                    got[0]
                 );
             }
         }
