@@ -23,8 +23,8 @@ use burn_backend::ops::AttentionModuleOptions;
 use burn_std::{Bytes, bf16};
 
 use super::attention::{
-    AttentionDims, attention_dims, broadcast_attn_mask_bias, cast_to_f32, matrix_steps,
-    rows_in_place,
+    AttentionDims, SOFTMAX_LANES, attention_dims, broadcast_attn_mask_bias, cast_to_f32, lanes_sum,
+    matrix_steps, rows_in_place,
 };
 use crate::{FlexTensor, Layout};
 
@@ -35,8 +35,8 @@ const KEY_BLOCK: usize = 64;
 /// Value columns mixed at once.
 const MIX_COLUMNS: usize = 32;
 
-/// Lanes of the max and sum reductions.
-const LANES: usize = 16;
+/// Lanes of the max and sum reductions (the naive kernel's, whose tree sum this shares).
+const LANES: usize = SOFTMAX_LANES;
 
 /// Heads run in parallel from this much work (`heads · keys · (dim + val_dim)`). A decoding
 /// step of the CPU config at 511 cached keys (2.1 M) was faster with its heads on one thread
@@ -338,25 +338,12 @@ fn softmax_weights<#[cfg(feature = "simd")] S: macerator::Simd>(scores: &mut [f3
     lanes_sum(sums) + tail_sum
 }
 
-/// The lanes' sum as a fixed tree (halves, repeatedly).
-#[inline(always)]
-fn lanes_sum(mut a: [f32; LANES]) -> f32 {
-    let mut width = LANES / 2;
-    while width > 0 {
-        for i in 0..width {
-            a[i] += a[i + width];
-        }
-        width /= 2;
-    }
-    a[0]
-}
-
 /// `e^x` for `x ≤ 0` (the argument of a softmax weight), within 2 ulp of the exact value; 0
 /// below −87 (where `e^x < 1.7e-38`, so no sum of weights that includes the maximum's 1 can
 /// tell) and for −∞; NaN for NaN. Cephes' polynomial on `x − n·ln 2`, written without branches
 /// so that it vectorises.
 #[inline(always)]
-fn exp_nonpositive(x: f32) -> f32 {
+pub(super) fn exp_nonpositive(x: f32) -> f32 {
     const CUTOFF: f32 = -87.0;
     // 1.5 · 2^23: adding it rounds to an integer in the low mantissa bits.
     const ROUND: f32 = 12_582_912.0;

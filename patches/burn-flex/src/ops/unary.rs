@@ -180,7 +180,11 @@ pub(crate) fn exp_or_zero<T: num_traits::Float>(x: T, cutoff: T) -> T {
 /// sum of terms whose weights add to 1 by at most `2^-126 · |v|`; NaN passes through.
 #[inline(always)]
 pub(crate) fn flush_subnormal_weight<T: num_traits::Float>(p: T) -> T {
-    if p < T::min_positive_value() { T::zero() } else { p }
+    if p < T::min_positive_value() {
+        T::zero()
+    } else {
+        p
+    }
 }
 
 /// Below this argument `exp` rounds to exactly 0: one below the log of the smallest
@@ -430,11 +434,18 @@ mod tests {
             (1.0, 1.0),
         ];
         for (p, want) in cases {
-            assert_eq!(super::flush_subnormal_weight(p).to_bits(), want.to_bits(), "{p:e}");
+            assert_eq!(
+                super::flush_subnormal_weight(p).to_bits(),
+                want.to_bits(),
+                "{p:e}"
+            );
         }
         assert!(super::flush_subnormal_weight(f32::NAN).is_nan());
         assert_eq!(super::flush_subnormal_weight(f64::from_bits(1)), 0.0);
-        assert_eq!(super::flush_subnormal_weight(f64::MIN_POSITIVE), f64::MIN_POSITIVE);
+        assert_eq!(
+            super::flush_subnormal_weight(f64::MIN_POSITIVE),
+            f64::MIN_POSITIVE
+        );
     }
 
     #[test]
