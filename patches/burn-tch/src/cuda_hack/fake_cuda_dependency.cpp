@@ -1,0 +1,5 @@
+extern "C" {
+void dummy_cuda_dependency();
+}
+
+void dummy_cuda_dependency() {}
