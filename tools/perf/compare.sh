@@ -6,6 +6,7 @@
 #
 #   tools/perf/install.sh            # once: a venv with PyTorch from PyPI (.venv-perf)
 #   tools/perf/compare.sh [ROUNDS]   # ROUNDS: the twin's rounds per case (default 10)
+#   DLM_PERF_TCH=1 tools/perf/compare.sh   # and the same network on LibTorch (tools/tch/install.sh)
 #
 # Run it on an idle machine: both sides share the cores. PyTorch is needed only here.
 set -euo pipefail
@@ -62,6 +63,54 @@ print(f"llada/generate: {same} of {len(theirs)} answer ids equal to the referenc
 PY
 else
   echo "(LLaDA checkpoint path skipped: set DLM_PERF_LLADA_REF, see docs/performance.md)"
+fi
+# LibTorch (issue 34, item 1): dlm-neural's forward and train step on the tch device against the
+# twin on the same LibTorch (.venv-tch's torch 2.9.0, which the build links; tools/tch/install.sh),
+# alternated round by round: the twin's own time moves by ±10% between rounds on a shared machine,
+# so the ratio that means something is each round's, and their median. DLM_PERF_TCH=1 turns it on.
+if [ "${DLM_PERF_TCH:-0}" = 1 ]; then
+  if [ ! -x .venv-tch/bin/python ]; then
+    echo "error: DLM_PERF_TCH=1 needs LibTorch in .venv-tch; run tools/tch/install.sh" >&2
+    exit 1
+  fi
+  (
+    # shellcheck disable=SC1091
+    source .venv-tch/bin/activate
+    export LIBTORCH_USE_PYTORCH=1 CARGO_TARGET_DIR=target-tch
+    cargo bench -p dlm-neural --features tch --locked --bench neural --no-run 2>/dev/null
+    for round in $(seq 1 "${DLM_PERF_TCH_ROUNDS:-5}"); do
+      DLM_NEURAL_BENCH_DEVICE=tch cargo bench -p dlm-neural --features tch --locked --bench neural \
+        -- --output-format bencher 'train_step/8x512|mdm_forward/16x512' 2>/dev/null \
+        | grep '^test ' | sed "s/^/$round /" >> "$OUT/tch-burn.txt"
+      python tools/perf/torch_twin.py --threads "$THREADS" --rounds "$ROUNDS" \
+        | sed "s/^/$round /" >> "$OUT/tch-torch.txt"
+    done
+  )
+  python3 - "$OUT" <<'PY'
+import re, statistics, sys
+out = sys.argv[1]
+burn, torch = {}, {}
+for line in open(f"{out}/tch-burn.txt"):
+    m = re.match(r"(\d+) test (\S+) \.\.\. bench:\s+([\d,]+) ns/iter", line)
+    if m:
+        burn[(m.group(1), m.group(2))] = int(m.group(3).replace(",", "")) / 1e9
+for line in open(f"{out}/tch-torch.txt"):
+    round_, case, seconds = line.split()
+    torch[(round_, case)] = float(seconds)
+print("\nLibTorch: dlm-neural (tch) against the twin on the same torch, round by round")
+print("| case | dlm-neural (tch) | PyTorch twin | ratio per round | median ratio |")
+print("|---|---|---|---|---|")
+for case in ("train_step/8x512", "mdm_forward/16x512"):
+    rounds = sorted({r for r, c in burn if c == case} & {r for r, c in torch if c == case}, key=int)
+    if not rounds:
+        print(f"| {case} | — | — | — | — |")
+        continue
+    ratios = [burn[(r, case)] / torch[(r, case)] for r in rounds]
+    ours = statistics.median(burn[(r, case)] for r in rounds)
+    theirs = statistics.median(torch[(r, case)] for r in rounds)
+    print(f"| {case} | {ours * 1e3:.1f} ms | {theirs * 1e3:.1f} ms | "
+          f"{' '.join(f'{x:.2f}' for x in ratios)} | {statistics.median(ratios):.2f}x |")
+PY
 fi
 python3 - "$OUT/burn.txt" "$OUT/torch.txt" "$THREADS" <<'PY'
 import re, sys

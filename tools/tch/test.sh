@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tch (LibTorch) backend's checks, outside .ci/run (LibTorch is a 7 GB download and the
-# build another ≈ 15 minutes on 2 cores): every dlm-neural test on the LibTorch device, with
+# build another ≈ 15 minutes on 2 cores): the vendored burn-tch's own tests (its fused attention
+# against Burn's composition: patches/README.md); every dlm-neural test on the LibTorch device, with
 # LibTorch-vs-flex logits (the mdm's key/value cache included: kv_window_tests, `refresh: 1` ≡
 # no cache); every dlm-hf test on it (LLaDA's and Dream's cache against the plain pass and
 # Fast-dLLM's cached generations, the logits against PyTorch's and flex's); then a tiny suite
@@ -27,6 +28,20 @@ DEVICE="${DLM_TCH_DEVICE:-tch}"
 TARGET="${CARGO_TARGET_DIR:-target}"
 
 mkdir -p "$TARGET/tch"
+echo "== the vendored burn-tch's own tests (attention against Burn's composition); full log: $TARGET/tch/burn-tch-tests.log"
+# Its own workspace (patches/README.md), run from a copy that carries our Cargo.lock so it builds
+# with the workspace's dependency versions; LibTorch's libraries found the way torch-sys found them.
+TORCH_LIB="$(python -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+BURN_TCH_COPY="$(mktemp -d)"
+cp -r patches/burn-tch/. "$BURN_TCH_COPY"
+cp Cargo.lock "$BURN_TCH_COPY/Cargo.lock"
+(cd "$BURN_TCH_COPY" && LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  CARGO_TARGET_DIR="$(cd "$TARGET" && pwd)/tch/burn-tch" cargo test --locked --lib -- ops::module) \
+  >"$TARGET/tch/burn-tch-tests.log" 2>&1 \
+  || { tail -50 "$TARGET/tch/burn-tch-tests.log"; echo "error: the vendored burn-tch's tests failed" >&2; exit 1; }
+rm -rf "$BURN_TCH_COPY"
+grep -E 'test result' "$TARGET/tch/burn-tch-tests.log"
+
 echo "== dlm-neural's tests on $DEVICE (and tch-vs-flex logits); full log: $TARGET/tch/neural-tests.log"
 # pipefail: a failing test fails the script; the grep only picks the figures out of the log.
 DLM_NEURAL_TEST_DEVICE="$DEVICE" cargo test -p dlm-neural --features tch --locked -- --nocapture \

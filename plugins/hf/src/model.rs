@@ -24,7 +24,7 @@ use crate::config::{Architecture, ModelConfig};
 use crate::error::{HfError, Result};
 use crate::weights::WeightStore;
 use burn::tensor::activation::silu;
-use burn::tensor::module::{attention, attention_fallback, embedding, linear};
+use burn::tensor::module::{attention, embedding, linear};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, DType, Device, FloatDType, Int, Tensor, TensorData};
 
@@ -413,14 +413,10 @@ impl Block {
             is_causal: causal,
             ..Default::default()
         };
-        let context = if mask.is_some() && on_libtorch(&q) {
-            // burn-tch 0.22.1 hands Burn's mask (`true`: hidden) to PyTorch's
-            // scaled_dot_product_attention, where `true` means attend; Burn's composed reference
-            // attention keeps Burn's meaning on every backend.
-            attention_fallback(q, k, v, mask, None, options)
-        } else {
-            attention(q, k, v, mask, None, options)
-        };
+        // On LibTorch, our patched burn-tch (patches/burn-tch) keeps Burn's meaning of the mask
+        // (`true`: hidden) and of a causal diagonal when there are more keys than queries;
+        // upstream burn-tch 0.22.1 gets both wrong.
+        let context = attention(q, k, v, mask, None, options);
         let x = x + self
             .o
             .forward(context.swap_dims(1, 2).reshape([b, n, c.heads * d]));
@@ -462,12 +458,6 @@ impl Block {
         });
         self.finish(x, q, (keys, values), mask, false, c)
     }
-}
-
-/// Whether `t` lives on LibTorch (the `tch` feature); only the device's Debug form names its
-/// backend.
-fn on_libtorch(t: &Tensor<4>) -> bool {
-    cfg!(feature = "tch") && format!("{:?}", t.device()).starts_with("Device<LibTorch")
 }
 
 /// Keys and values of one block for a whole generation, `[batch, kv_heads, capacity, d]`.

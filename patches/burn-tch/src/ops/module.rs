@@ -493,17 +493,49 @@ impl ModuleOps<Self> for LibTorch {
         attn_bias: Option<TchTensor>,
         options: AttentionModuleOptions,
     ) -> TchTensor {
-        if attn_bias.is_some() {
+        // LibTorch's fused attention has no softcap.
+        if options.softcap.is_some() {
             return attention_fallback::<Self>(query, key, value, mask, attn_bias, options);
         }
+
+        // Everything else goes to LibTorch's fused attention, whose `attn_mask` may be a float
+        // tensor added to the scaled scores: the bias, with -inf where Burn's boolean mask is
+        // true (PyTorch's boolean mask means the opposite, "takes part") and, for a causal
+        // attention with a mask, a bias or more keys than queries, on the keys after each
+        // query's diagonal. Burn aligns that diagonal bottom-right (query `i` sees keys up to
+        // `i + seq_k - seq_q`); PyTorch's `is_causal` aligns it top-left, and cannot be combined
+        // with `attn_mask`, so it is left to PyTorch only for a plain square causal attention.
+        let seq_q = query.tensor.size()[2];
+        let seq_k = key.tensor.size()[2];
+        let causal_in_mask =
+            options.is_causal && (seq_q != seq_k || mask.is_some() || attn_bias.is_some());
+        let attn_mask = if mask.is_none() && attn_bias.is_none() && !causal_in_mask {
+            None
+        } else {
+            let kind = query.tensor.kind();
+            let device = query.tensor.device();
+            let mut float_mask = match attn_bias {
+                Some(bias) => bias.tensor.to_kind(kind),
+                None => tch::Tensor::zeros([1, 1, seq_q, seq_k], (kind, device)),
+            };
+            if let Some(mask) = mask {
+                float_mask = float_mask.masked_fill(&mask.tensor, f64::NEG_INFINITY);
+            }
+            if causal_in_mask {
+                let later_keys = tch::Tensor::ones([seq_q, seq_k], (tch::Kind::Bool, device))
+                    .triu(seq_k - seq_q + 1);
+                float_mask = float_mask.masked_fill(&later_keys, f64::NEG_INFINITY);
+            }
+            Some(float_mask)
+        };
 
         TchTensor::new(tch::Tensor::scaled_dot_product_attention(
             &query.tensor,
             &key.tensor,
             &value.tensor,
-            mask.map(|m| m.tensor),
+            attn_mask,
             0.,
-            options.is_causal,
+            options.is_causal && !causal_in_mask,
             options.scale,
             false,
         ))
@@ -630,5 +662,83 @@ mod tests {
         let out = read_sync(B::float_into_data(loss)).unwrap();
         let expected = TensorData::from([3.0f32 * 2.0f32.ln()]);
         out.assert_approx_eq::<f32>(&expected, Tolerance::rel_abs(1e-3, 1e-3));
+    }
+
+    /// LibTorch's fused attention against Burn's composition (`attention_fallback`, which
+    /// defines the op's semantics), on one case: `causal`, a boolean mask (true = hidden) with
+    /// `mask_share` of the keys hidden, an additive bias broadcast over the batch, `scale`.
+    fn assert_attention_matches_composition(
+        seq_q: i64,
+        seq_k: i64,
+        mask_share: Option<f64>,
+        bias: bool,
+        causal: bool,
+        scale: Option<f64>,
+    ) {
+        tch::manual_seed(7);
+        let cpu = (tch::Kind::Float, tch::Device::Cpu);
+        let (batch, heads, dim) = (2, 3, 8);
+        let query = tch::Tensor::randn([batch, heads, seq_q, dim], cpu);
+        let key = tch::Tensor::randn([batch, heads, seq_k, dim], cpu);
+        let value = tch::Tensor::randn([batch, heads, seq_k, dim], cpu);
+        let mask = mask_share.map(|share| {
+            let hidden = tch::Tensor::rand([batch, heads, seq_q, seq_k], cpu).lt(share);
+            // One row with every key hidden: both give it zeros.
+            let _ = hidden.get(0).get(1).get(0).fill_(1);
+            hidden
+        });
+        let attn_bias = bias.then(|| tch::Tensor::randn([1, heads, seq_q, seq_k], cpu) * 3.0);
+        let options = AttentionModuleOptions {
+            scale,
+            is_causal: causal,
+            ..Default::default()
+        };
+        let wrap = |t: &Option<tch::Tensor>| t.as_ref().map(|t| TchTensor::new(t.shallow_clone()));
+        let fused = <B as ModuleOps<B>>::attention(
+            TchTensor::new(query.shallow_clone()),
+            TchTensor::new(key.shallow_clone()),
+            TchTensor::new(value.shallow_clone()),
+            wrap(&mask),
+            wrap(&attn_bias),
+            options,
+        );
+        let composed = attention_fallback::<B>(
+            TchTensor::new(query),
+            TchTensor::new(key),
+            TchTensor::new(value),
+            wrap(&mask),
+            wrap(&attn_bias),
+            options,
+        );
+        assert_eq!(fused.tensor.size(), composed.tensor.size());
+        let gap = (&fused.tensor - &composed.tensor)
+            .abs()
+            .max()
+            .double_value(&[]);
+        let case = format!(
+            "seq_q {seq_q}, seq_k {seq_k}, mask {mask_share:?}, bias {bias}, causal {causal}, scale {scale:?}"
+        );
+        assert!(gap <= 1e-5, "largest gap {gap} ({case})");
+        assert!(
+            fused.tensor.isnan().any().int64_value(&[]) == 0,
+            "NaN in the fused attention ({case})"
+        );
+    }
+
+    #[test]
+    fn attention_with_bias_mask_and_causal_matches_burns_composition() {
+        for (seq_q, seq_k) in [(5, 5), (3, 7), (7, 3), (1, 9)] {
+            for mask_share in [None, Some(0.3)] {
+                for bias in [false, true] {
+                    for causal in [false, true] {
+                        for scale in [None, Some(0.3)] {
+                            assert_attention_matches_composition(
+                                seq_q, seq_k, mask_share, bias, causal, scale,
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }
