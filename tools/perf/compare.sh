@@ -76,7 +76,7 @@ if [ "${DLM_PERF_TCH:-0}" = 1 ]; then
   (
     # shellcheck disable=SC1091
     source .venv-tch/bin/activate
-    export LIBTORCH_USE_PYTORCH=1 CARGO_TARGET_DIR=target-tch
+    export LIBTORCH_USE_PYTORCH=1 CARGO_TARGET_DIR="$PWD/target-tch"
     cargo bench -p dlm-neural --features tch --locked --bench neural --no-run 2>/dev/null
     for round in $(seq 1 "${DLM_PERF_TCH_ROUNDS:-5}"); do
       DLM_NEURAL_BENCH_DEVICE=tch cargo bench -p dlm-neural --features tch --locked --bench neural \
