@@ -6,8 +6,9 @@
 # no cache); every dlm-hf test on it (LLaDA's and Dream's cache against the plain pass and
 # Fast-dLLM's cached generations, the logits against PyTorch's and flex's); then a tiny suite
 # trained and sampled end to end through the harness with a tch-built plugin library
-# (tests/tch.rs), compared with flex. The figures of the last run (55 dlm-neural and 46 dlm-hf
-# tests on LibTorch's CPU, 2026-11-25) are in docs/user-guide.md, "The tch backend (LibTorch)".
+# (tests/tch.rs), compared with flex. The figures of the last run (burn-tch's 2, 59 dlm-neural and
+# 47 dlm-hf tests on LibTorch's CPU, 2026-11-29, 29 min) are in docs/user-guide.md, "The tch
+# backend (LibTorch)".
 #
 #   tools/tch/test.sh                 # LibTorch's CPU kernels
 #   DLM_TCH_DEVICE=tch:cuda tools/tch/test.sh   # on a CUDA machine: cuBLAS/cuDNN as well
@@ -30,13 +31,14 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$TARGET/tch"
 echo "== the vendored burn-tch's own tests (attention against Burn's composition); full log: $TARGET/tch/burn-tch-tests.log"
 # Its own workspace (patches/README.md), run from a copy that carries our Cargo.lock so it builds
-# with the workspace's dependency versions; LibTorch's libraries found the way torch-sys found them.
+# with the workspace's dependency versions (not --locked: cargo adds the crate's own dev-dependencies
+# to that lock); LibTorch's libraries found the way torch-sys found them.
 TORCH_LIB="$(python -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
 BURN_TCH_COPY="$(mktemp -d)"
 cp -r patches/burn-tch/. "$BURN_TCH_COPY"
 cp Cargo.lock "$BURN_TCH_COPY/Cargo.lock"
 (cd "$BURN_TCH_COPY" && LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  CARGO_TARGET_DIR="$(cd "$TARGET" && pwd)/tch/burn-tch" cargo test --locked --lib -- ops::module) \
+  CARGO_TARGET_DIR="$(cd "$TARGET" && pwd)/tch/burn-tch" cargo test --lib -- ops::module) \
   >"$TARGET/tch/burn-tch-tests.log" 2>&1 \
   || { tail -50 "$TARGET/tch/burn-tch-tests.log"; echo "error: the vendored burn-tch's tests failed" >&2; exit 1; }
 rm -rf "$BURN_TCH_COPY"
